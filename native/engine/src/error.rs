@@ -1,0 +1,179 @@
+//! Errors that must reach the user as Spark's own exceptions.
+//!
+//! Spark-compatible expressions raise a [`SparkError`] wrapped in `DataFusionError::External`; the JNI bridge
+//! finds it anywhere in the error chain and throws the matching Spark exception (same error class, same message
+//! parameters) instead of a generic one. Any other error becomes a plain exception with its message.
+use std::fmt;
+
+use datafusion_common::DataFusionError;
+
+/// The Java exception type Spark uses for an error class (what `QueryExecutionErrors` would throw).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SparkExceptionKind {
+    /// `SparkArithmeticException`: overflow, division by zero, decimal out of range.
+    Arithmetic,
+    /// `SparkNumberFormatException`: invalid string → number casts.
+    NumberFormat,
+    /// `SparkDateTimeException`: invalid string → date/timestamp casts, datetime overflow.
+    DateTime,
+    /// `SparkRuntimeException`: everything else with an error class (e.g. invalid string → boolean).
+    Runtime,
+}
+
+impl SparkExceptionKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SparkExceptionKind::Arithmetic => "arithmetic",
+            SparkExceptionKind::NumberFormat => "numberFormat",
+            SparkExceptionKind::DateTime => "dateTime",
+            SparkExceptionKind::Runtime => "runtime",
+        }
+    }
+}
+
+/// A Spark error condition with its message parameters, exactly as Spark's error-conditions.json names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparkError {
+    pub kind: SparkExceptionKind,
+    pub error_class: String,
+    pub params: Vec<(String, String)>,
+}
+
+const ANSI_CONFIG: &str = "\"spark.sql.ansi.enabled\"";
+
+impl SparkError {
+    pub fn new(kind: SparkExceptionKind, error_class: &str, params: &[(&str, String)]) -> Self {
+        Self {
+            kind,
+            error_class: error_class.to_string(),
+            params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        }
+    }
+
+    /// `ARITHMETIC_OVERFLOW`, e.g. message "long overflow" (what Java's Math.addExact says).
+    pub fn arithmetic_overflow(message: &str, alternative: &str) -> Self {
+        Self::new(
+            SparkExceptionKind::Arithmetic,
+            "ARITHMETIC_OVERFLOW",
+            &[
+                ("message", message.to_string()),
+                ("alternative", alternative.to_string()),
+                ("config", ANSI_CONFIG.to_string()),
+            ],
+        )
+    }
+
+    /// `DIVIDE_BY_ZERO`.
+    pub fn divide_by_zero() -> Self {
+        Self::new(SparkExceptionKind::Arithmetic, "DIVIDE_BY_ZERO", &[("config", ANSI_CONFIG.to_string())])
+    }
+
+    /// `NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION`: a decimal result that does not fit its precision.
+    pub fn numeric_value_out_of_range(value: &str, precision: u8, scale: i8) -> Self {
+        Self::new(
+            SparkExceptionKind::Arithmetic,
+            "NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION",
+            &[
+                ("value", value.to_string()),
+                ("precision", precision.to_string()),
+                ("scale", scale.to_string()),
+                ("config", ANSI_CONFIG.to_string()),
+            ],
+        )
+    }
+
+    /// `CAST_OVERFLOW`: a numeric value that does not fit the target type of a cast.
+    /// `value` is Spark's SQL literal form (e.g. `128L`, `1.0E10D`); types are Spark's SQL type names.
+    pub fn cast_overflow(value: &str, source_type: &str, target_type: &str) -> Self {
+        Self::new(
+            SparkExceptionKind::Arithmetic,
+            "CAST_OVERFLOW",
+            &[
+                ("value", value.to_string()),
+                ("sourceType", format!("\"{source_type}\"")),
+                ("targetType", format!("\"{target_type}\"")),
+                ("ansiConfig", ANSI_CONFIG.to_string()),
+            ],
+        )
+    }
+
+    /// `CAST_INVALID_INPUT`: a string that does not parse as the cast's target type.
+    pub fn cast_invalid_input(kind: SparkExceptionKind, value: &str, source_type: &str, target_type: &str) -> Self {
+        Self::new(
+            kind,
+            "CAST_INVALID_INPUT",
+            &[
+                ("expression", format!("'{value}'")),
+                ("sourceType", format!("\"{source_type}\"")),
+                ("targetType", format!("\"{target_type}\"")),
+                ("ansiConfig", ANSI_CONFIG.to_string()),
+            ],
+        )
+    }
+
+    pub fn into_datafusion(self) -> DataFusionError {
+        DataFusionError::External(Box::new(self))
+    }
+}
+
+impl fmt::Display for SparkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}]", self.error_class)?;
+        for (k, v) in &self.params {
+            write!(f, " {k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SparkError {}
+
+/// Finds a [`SparkError`] anywhere in a DataFusion error chain (DataFusion wraps errors in context,
+/// `Shared` and `ArrowError::ExternalError` layers as they cross operators and streams).
+pub fn find_spark_error(err: &DataFusionError) -> Option<&SparkError> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(spark) = e.downcast_ref::<SparkError>() {
+            return Some(spark);
+        }
+        if let Some(DataFusionError::External(inner)) = e.downcast_ref::<DataFusionError>() {
+            if let Some(spark) = inner.downcast_ref::<SparkError>() {
+                return Some(spark);
+            }
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// Shorthand for a plan the decoder cannot accept: a malformed or unsupported proto.
+pub fn plan_error(msg: impl Into<String>) -> DataFusionError {
+    DataFusionError::Plan(format!("Ember: {}", msg.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion_common::arrow::error::ArrowError;
+    use std::sync::Arc;
+
+    #[test]
+    fn finds_spark_error_through_wrappers() {
+        let err = SparkError::divide_by_zero().into_datafusion();
+        assert_eq!(find_spark_error(&err).unwrap().error_class, "DIVIDE_BY_ZERO");
+
+        let ctx = err.context("while sorting");
+        assert_eq!(find_spark_error(&ctx).unwrap().error_class, "DIVIDE_BY_ZERO");
+
+        let shared = DataFusionError::Shared(Arc::new(SparkError::divide_by_zero().into_datafusion()));
+        assert!(find_spark_error(&shared).is_some());
+
+        let arrow = DataFusionError::ArrowError(
+            Box::new(ArrowError::ExternalError(Box::new(SparkError::divide_by_zero()))),
+            None,
+        );
+        assert!(find_spark_error(&arrow).is_some());
+
+        assert!(find_spark_error(&DataFusionError::Internal("x".into())).is_none());
+    }
+}

@@ -1,0 +1,189 @@
+//! A native plan for one Spark task: decoded from the proto, built as a DataFusion plan over the task's input
+//! readers, memory from the task's [`MemoryBroker`], spill files in Spark's local dirs. Pulled one batch at a
+//! time on the caller's thread (a current-thread tokio runtime), so JVM callbacks (input batches, memory)
+//! always happen on the Spark task's own thread.
+use std::sync::Arc;
+
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use datafusion_common::config::SpillCompression;
+use datafusion_common::Result;
+use datafusion_execution::config::SessionConfig;
+use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion_execution::memory_pool::MemoryPool;
+use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+use datafusion_execution::{SendableRecordBatchStream, TaskContext};
+use datafusion_physical_plan::ExecutionPlan;
+use ember_proto as pb;
+use futures::StreamExt;
+use prost::Message;
+
+use crate::error::plan_error;
+use crate::memory::{BrokerMemoryPool, MemoryBroker};
+use crate::operators::input::BatchReader;
+use crate::planner::{types, Planner};
+
+/// Metrics of one Spark operator (by proto operator id), summed over the DataFusion nodes that implement it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorMetrics {
+    pub id: u32,
+    pub output_rows: u64,
+    pub elapsed_compute_ns: u64,
+    pub spill_count: u64,
+    pub spilled_bytes: u64,
+    pub spilled_rows: u64,
+}
+
+pub struct NativePlan {
+    // Field order matters for drop: the stream (which holds reservations and spill files) goes first.
+    stream: Option<SendableRecordBatchStream>,
+    nodes: Vec<(u32, Arc<dyn ExecutionPlan>)>,
+    pool: Arc<BrokerMemoryPool>,
+    output_schema: SchemaRef,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl NativePlan {
+    /// Decodes and builds a plan. A malformed or unsupported plan is an error, never a panic.
+    pub fn try_new(plan_bytes: &[u8], inputs: Vec<BatchReader>, broker: Arc<dyn MemoryBroker>) -> Result<Self> {
+        let plan = pb::Plan::decode(plan_bytes).map_err(|e| plan_error(format!("undecodable plan: {e}")))?;
+        Self::from_proto(&plan, inputs, broker)
+    }
+
+    pub fn from_proto(plan: &pb::Plan, inputs: Vec<BatchReader>, broker: Arc<dyn MemoryBroker>) -> Result<Self> {
+        let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
+        let config = plan.config.clone().unwrap_or_default();
+        let output_schema = Arc::new(types::to_arrow_schema(
+            plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?,
+        )?);
+
+        let mut planner = Planner::new(inputs);
+        let root = planner.create_plan(root_op)?;
+        let nodes = planner.into_nodes();
+        check_output_types(&root.schema(), &output_schema)?;
+
+        let pool = Arc::new(BrokerMemoryPool::new(broker));
+        let disk_mode = if config.spill_dirs.is_empty() {
+            DiskManagerMode::OsTmpDirectory
+        } else {
+            DiskManagerMode::Directories(config.spill_dirs.iter().map(Into::into).collect())
+        };
+        let runtime_env = RuntimeEnvBuilder::new()
+            .with_memory_pool(pool.clone() as Arc<dyn MemoryPool>)
+            .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(disk_mode))
+            .build_arc()?;
+        let spill_compression = match config.spill_compression.as_str() {
+            "" | "none" => SpillCompression::Uncompressed,
+            "lz4" => SpillCompression::Lz4Frame,
+            other => return Err(plan_error(format!("unknown spill compression {other:?}"))),
+        };
+        let batch_size = if config.batch_size == 0 { 8192 } else { config.batch_size as usize };
+        let mut session = SessionConfig::new()
+            .with_batch_size(batch_size)
+            .with_target_partitions(1)
+            .with_spill_compression(spill_compression);
+        if config.sort_spill_reservation_bytes > 0 {
+            session = session.with_sort_spill_reservation_bytes(config.sort_spill_reservation_bytes as usize);
+        }
+        let task_ctx = Arc::new(TaskContext::default().with_session_config(session).with_runtime(runtime_env));
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| plan_error(format!("cannot start the native runtime: {e}")))?;
+        let stream = {
+            let _guard = runtime.enter();
+            root.execute(0, task_ctx)?
+        };
+        Ok(Self { stream: Some(stream), nodes, pool, output_schema, runtime })
+    }
+
+    /// The next output batch, in the schema Spark expects; `None` at the end.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let Some(stream) = self.stream.as_mut() else { return Ok(None) };
+        match self.runtime.block_on(stream.next()) {
+            Some(Ok(batch)) => Ok(Some(conform(batch, &self.output_schema)?)),
+            Some(Err(e)) => {
+                self.stream = None;
+                Err(e)
+            }
+            None => {
+                // Done: release operators' memory and spill files now rather than at task end.
+                self.stream = None;
+                Ok(None)
+            }
+        }
+    }
+
+    pub fn output_schema(&self) -> &SchemaRef {
+        &self.output_schema
+    }
+
+    /// Bytes currently reserved by this plan, and the most it ever reserved at once.
+    pub fn memory(&self) -> (usize, usize) {
+        (self.pool.reserved(), self.pool.peak())
+    }
+
+    pub fn metrics(&self) -> Vec<OperatorMetrics> {
+        let mut out: Vec<OperatorMetrics> = vec![];
+        for (id, node) in &self.nodes {
+            let Some(m) = node.metrics() else { continue };
+            let m = m.aggregate_by_name();
+            let entry = match out.iter_mut().find(|o| o.id == *id) {
+                Some(e) => e,
+                None => {
+                    out.push(OperatorMetrics { id: *id, ..Default::default() });
+                    out.last_mut().unwrap()
+                }
+            };
+            entry.output_rows = m.output_rows().unwrap_or(0) as u64;
+            entry.elapsed_compute_ns += m.elapsed_compute().unwrap_or(0) as u64;
+            entry.spill_count += m.spill_count().unwrap_or(0) as u64;
+            entry.spilled_bytes += m.spilled_bytes().unwrap_or(0) as u64;
+            entry.spilled_rows += m.spilled_rows().unwrap_or(0) as u64;
+        }
+        out
+    }
+}
+
+/// The plan's output types must be Spark's, up to Arrow's alternative layouts of the same values
+/// (view and large string/binary types), which are cast back.
+fn check_output_types(actual: &SchemaRef, expected: &SchemaRef) -> Result<()> {
+    if actual.fields().len() != expected.fields().len() {
+        return Err(plan_error(format!(
+            "plan produces {} columns, Spark expects {}",
+            actual.fields().len(),
+            expected.fields().len()
+        )));
+    }
+    for (a, e) in actual.fields().iter().zip(expected.fields()) {
+        if a.data_type() != e.data_type() && !same_values(a.data_type(), e.data_type()) {
+            return Err(plan_error(format!(
+                "column {} is {} natively but {} in Spark",
+                e.name(),
+                a.data_type(),
+                e.data_type()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn same_values(a: &DataType, b: &DataType) -> bool {
+    use DataType::*;
+    matches!((a, b), (Utf8View | LargeUtf8, Utf8) | (BinaryView | LargeBinary, Binary))
+}
+
+fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { cast(c, f.data_type()) })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}

@@ -1,0 +1,14 @@
+//! Spark-compatible scalar expressions: where DataFusion's own expressions differ from Spark's semantics
+//! (evaluation order and laziness under ANSI errors, float equality, overflow, casts), Ember has its own.
+pub mod arithmetic;
+pub mod cast;
+pub mod coalesce;
+pub mod logical;
+pub mod normalize;
+
+#[cfg(test)]
+pub(crate) mod test_util;
+
+pub use coalesce::CoalesceExpr;
+pub use logical::{LazyLogicalExpr, LogicalOp};
+pub use normalize::NormalizeFloatExpr;

@@ -1,0 +1,160 @@
+//! Proto expressions → DataFusion physical expressions with Spark's semantics.
+use std::sync::Arc;
+
+use arrow::datatypes::Schema;
+use datafusion_common::Result;
+use datafusion_expr::Operator;
+use datafusion_physical_expr::expressions::{
+    BinaryExpr, CaseExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal, NotExpr,
+};
+use datafusion_physical_expr::PhysicalExpr;
+use ember_proto as pb;
+
+use super::types::{required_type, to_scalar};
+use crate::error::plan_error;
+use crate::expressions::{arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, NormalizeFloatExpr};
+
+pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
+
+fn child(e: &Option<Box<pb::Expr>>, schema: &Schema, what: &str) -> Result<PhysicalExprRef> {
+    match e {
+        Some(e) => create_expr(e, schema),
+        None => Err(plan_error(format!("{what} without its operand"))),
+    }
+}
+
+pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
+    use pb::expr::Kind;
+    let kind = expr.kind.as_ref().ok_or_else(|| plan_error("expression kind not set"))?;
+    Ok(match kind {
+        Kind::Column(c) => {
+            let idx = c.index as usize;
+            let field = schema.fields().get(idx).ok_or_else(|| {
+                plan_error(format!("column #{idx} of an input with {} columns", schema.fields().len()))
+            })?;
+            let expected = required_type(&c.r#type)?;
+            if field.data_type() != &expected {
+                return Err(plan_error(format!(
+                    "column #{idx} is {} in the input but {expected} in the plan",
+                    field.data_type()
+                )));
+            }
+            Arc::new(Column::new(field.name(), idx))
+        }
+        Kind::Literal(l) => Arc::new(Literal::new(to_scalar(l)?)),
+        Kind::Comparison(c) => {
+            let op = pb::CmpOp::try_from(c.op).map_err(|_| plan_error("unknown comparison"))?;
+            let l = NormalizeFloatExpr::wrap_if_float(child(&c.left, schema, "comparison")?, schema)?;
+            let r = NormalizeFloatExpr::wrap_if_float(child(&c.right, schema, "comparison")?, schema)?;
+            let (lt, rt) = (l.data_type(schema)?, r.data_type(schema)?);
+            if lt != rt {
+                return Err(plan_error(format!("comparison of {lt} with {rt}")));
+            }
+            let op = match op {
+                pb::CmpOp::Eq => Operator::Eq,
+                pb::CmpOp::NotEq => Operator::NotEq,
+                pb::CmpOp::Lt => Operator::Lt,
+                pb::CmpOp::LtEq => Operator::LtEq,
+                pb::CmpOp::Gt => Operator::Gt,
+                pb::CmpOp::GtEq => Operator::GtEq,
+                pb::CmpOp::EqNullSafe => Operator::IsNotDistinctFrom,
+            };
+            Arc::new(BinaryExpr::new(l, op, r))
+        }
+        Kind::And(a) => Arc::new(LazyLogicalExpr::new(
+            LogicalOp::And,
+            boolean(child(&a.left, schema, "AND")?, schema)?,
+            boolean(child(&a.right, schema, "AND")?, schema)?,
+        )),
+        Kind::Or(o) => Arc::new(LazyLogicalExpr::new(
+            LogicalOp::Or,
+            boolean(child(&o.left, schema, "OR")?, schema)?,
+            boolean(child(&o.right, schema, "OR")?, schema)?,
+        )),
+        Kind::Not(n) => Arc::new(NotExpr::new(boolean(child(&n.child, schema, "NOT")?, schema)?)),
+        Kind::IsNull(n) => Arc::new(IsNullExpr::new(child(&n.child, schema, "IS NULL")?)),
+        Kind::IsNotNull(n) => Arc::new(IsNotNullExpr::new(child(&n.child, schema, "IS NOT NULL")?)),
+        Kind::In(i) => {
+            let value = NormalizeFloatExpr::wrap_if_float(child(&i.value, schema, "IN")?, schema)?;
+            let vt = value.data_type(schema)?;
+            let list = i
+                .list
+                .iter()
+                .map(|e| {
+                    if !matches!(e.kind, Some(Kind::Literal(_))) {
+                        return Err(plan_error("IN list items must be literals"));
+                    }
+                    let item = NormalizeFloatExpr::wrap_if_float(create_expr(e, schema)?, schema)?;
+                    let it = item.data_type(schema)?;
+                    if it != vt && it != arrow::datatypes::DataType::Null {
+                        return Err(plan_error(format!("IN list item of type {it} for a value of type {vt}")));
+                    }
+                    Ok(item)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(InListExpr::try_new(value, list, false, schema)?)
+        }
+        Kind::CaseWhen(c) => {
+            if c.when.len() != c.then.len() || c.when.is_empty() {
+                return Err(plan_error("CASE WHEN needs as many THEN as WHEN branches, at least one"));
+            }
+            let result_type = required_type(&c.result_type)?;
+            let when_then = c
+                .when
+                .iter()
+                .zip(&c.then)
+                .map(|(w, t)| Ok((boolean(create_expr(w, schema)?, schema)?, create_expr(t, schema)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let else_expr = c.else_expr.as_ref().map(|e| create_expr(e, schema)).transpose()?;
+            for (_, t) in &when_then {
+                check_type(t, &result_type, schema, "CASE branch")?;
+            }
+            if let Some(e) = &else_expr {
+                check_type(e, &result_type, schema, "CASE ELSE")?;
+            }
+            Arc::new(CaseExpr::try_new(None, when_then, else_expr)?)
+        }
+        Kind::Coalesce(c) => {
+            if c.children.is_empty() {
+                return Err(plan_error("COALESCE without arguments"));
+            }
+            let result_type = required_type(&c.result_type)?;
+            let args = c.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
+            for a in &args {
+                check_type(a, &result_type, schema, "COALESCE argument")?;
+            }
+            Arc::new(CoalesceExpr::new(args, result_type))
+        }
+        Kind::Arithmetic(a) => {
+            let op = pb::ArithOp::try_from(a.op).map_err(|_| plan_error("unknown arithmetic operator"))?;
+            let mode = pb::EvalMode::try_from(a.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            let l = child(&a.left, schema, "arithmetic")?;
+            let r = child(&a.right, schema, "arithmetic")?;
+            arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?
+        }
+        Kind::UnaryMinus(u) => {
+            let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?
+        }
+        Kind::Cast(c) => {
+            let mode = pb::EvalMode::try_from(c.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            let to = required_type(&c.to)?;
+            cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?
+        }
+    })
+}
+
+fn boolean(e: PhysicalExprRef, schema: &Schema) -> Result<PhysicalExprRef> {
+    check_type(&e, &arrow::datatypes::DataType::Boolean, schema, "logical operand")?;
+    Ok(e)
+}
+
+/// A NULL literal adopts any type; everything else must be exactly the type Spark resolved.
+fn check_type(e: &PhysicalExprRef, t: &arrow::datatypes::DataType, schema: &Schema, what: &str) -> Result<()> {
+    let actual = e.data_type(schema)?;
+    if &actual == t || actual == arrow::datatypes::DataType::Null {
+        Ok(())
+    } else {
+        Err(plan_error(format!("{what} is {actual}, expected {t}")))
+    }
+}

@@ -1,0 +1,121 @@
+//! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
+pub mod expr;
+pub mod types;
+
+use std::sync::Arc;
+
+use arrow::compute::SortOptions;
+use datafusion_common::Result;
+use datafusion_physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion_physical_plan::filter::FilterExec;
+use datafusion_physical_plan::limit::GlobalLimitExec;
+use datafusion_physical_plan::projection::ProjectionExec;
+use datafusion_physical_plan::sorts::sort::SortExec;
+use datafusion_physical_plan::ExecutionPlan;
+use ember_proto as pb;
+
+use crate::error::plan_error;
+use crate::expressions::NormalizeFloatExpr;
+use crate::operators::input::BatchReader;
+use crate::operators::InputExec;
+
+/// Builds one native plan. Remembers, for every proto operator id, the DataFusion node that implements it,
+/// so metrics can be reported per Spark operator.
+pub struct Planner {
+    inputs: Vec<Option<BatchReader>>,
+    nodes: Vec<(u32, Arc<dyn ExecutionPlan>)>,
+}
+
+impl Planner {
+    pub fn new(inputs: Vec<BatchReader>) -> Self {
+        Self { inputs: inputs.into_iter().map(Some).collect(), nodes: vec![] }
+    }
+
+    /// The DataFusion node of each proto operator, by operator id.
+    pub fn into_nodes(self) -> Vec<(u32, Arc<dyn ExecutionPlan>)> {
+        self.nodes
+    }
+
+    pub fn create_plan(&mut self, op: &pb::Operator) -> Result<Arc<dyn ExecutionPlan>> {
+        use pb::operator::Kind;
+        let kind = op.kind.as_ref().ok_or_else(|| plan_error("operator kind not set"))?;
+        let mut children = op.children.iter().map(|c| self.create_plan(c)).collect::<Result<Vec<_>>>()?;
+        let expect_children = |n: usize| -> Result<()> {
+            if op.children.len() == n {
+                Ok(())
+            } else {
+                Err(plan_error(format!("operator #{} needs {n} children, has {}", op.id, op.children.len())))
+            }
+        };
+        let plan: Arc<dyn ExecutionPlan> = match kind {
+            Kind::Input(input) => {
+                expect_children(0)?;
+                let idx = input.input_index as usize;
+                let reader = self
+                    .inputs
+                    .get_mut(idx)
+                    .and_then(Option::take)
+                    .ok_or_else(|| plan_error(format!("input #{idx} missing or used twice")))?;
+                let schema =
+                    types::to_arrow_schema(input.schema.as_ref().ok_or_else(|| plan_error("input without a schema"))?)?;
+                Arc::new(InputExec::new(idx, Arc::new(schema), reader))
+            }
+            Kind::Projection(p) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let schema = input.schema();
+                if p.names.len() != p.exprs.len() {
+                    return Err(plan_error("projection needs one name per expression"));
+                }
+                let exprs = p
+                    .exprs
+                    .iter()
+                    .zip(&p.names)
+                    .map(|(e, n)| Ok((expr::create_expr(e, &schema)?, n.clone())))
+                    .collect::<Result<Vec<_>>>()?;
+                Arc::new(ProjectionExec::try_new(exprs, input)?)
+            }
+            Kind::Filter(f) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let schema = input.schema();
+                let predicate = expr::create_expr(
+                    f.predicate.as_ref().ok_or_else(|| plan_error("filter without a predicate"))?,
+                    &schema,
+                )?;
+                Arc::new(FilterExec::try_new(predicate, input)?)
+            }
+            Kind::Sort(s) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let ordering = sort_ordering(&s.order, &input.schema())?;
+                let fetch = (s.fetch > 0).then_some(s.fetch as usize);
+                Arc::new(SortExec::new(ordering, input).with_fetch(fetch))
+            }
+            Kind::Limit(l) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let fetch = if l.limit < 0 { None } else { Some(l.limit as usize) };
+                Arc::new(GlobalLimitExec::new(input, l.offset as usize, fetch))
+            }
+        };
+        self.nodes.push((op.id, plan.clone()));
+        Ok(plan)
+    }
+}
+
+/// Spark's sort order: float keys normalized (all NaNs equal and largest, -0.0 = 0.0), nulls as asked.
+pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<LexOrdering> {
+    let exprs = order
+        .iter()
+        .map(|o| {
+            let e =
+                expr::create_expr(o.child.as_ref().ok_or_else(|| plan_error("sort key without expression"))?, schema)?;
+            Ok(PhysicalSortExpr::new(
+                NormalizeFloatExpr::wrap_if_float(e, schema)?,
+                SortOptions { descending: !o.ascending, nulls_first: o.nulls_first },
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    LexOrdering::new(exprs).ok_or_else(|| plan_error("sort without keys"))
+}

@@ -1,0 +1,271 @@
+//! The native methods of `org.ember.jni.NativeLib`. Plans live behind opaque `long` handles owned by the JVM
+//! side (`NativePlanIterator`), which closes them exactly once, on completion, failure or task kill.
+use std::sync::Arc;
+
+use arrow::array::{Array, StructArray};
+use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use datafusion_common::DataFusionError;
+use ember_engine::error::find_spark_error;
+use ember_engine::execution::NativePlan;
+use ember_engine::operators::input::BatchReader;
+use jni::errors::{Error as JniError, ErrorPolicy};
+use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString};
+use jni::sys::jlong;
+use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue};
+
+use crate::logging;
+use crate::memory::JvmBroker;
+
+/// Why a native call failed.
+#[derive(Debug)]
+pub enum BridgeError {
+    Jni(JniError),
+    Engine(DataFusionError),
+    Invalid(String),
+}
+
+impl From<JniError> for BridgeError {
+    fn from(e: JniError) -> Self {
+        BridgeError::Jni(e)
+    }
+}
+
+impl From<DataFusionError> for BridgeError {
+    fn from(e: DataFusionError) -> Self {
+        BridgeError::Engine(e)
+    }
+}
+
+impl std::fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BridgeError::Jni(e) => write!(f, "JNI: {e}"),
+            BridgeError::Engine(e) => write!(f, "{e}"),
+            BridgeError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+type BridgeResult<T> = Result<T, BridgeError>;
+
+/// Error policy of every entry point: a pending Java exception propagates as is; a Spark error condition
+/// becomes `org.ember.jni.EmberSparkError` (kind, error class, parameters); anything else, and any panic,
+/// becomes `org.ember.jni.EmberNativeException` with the message.
+pub struct ThrowEmberException;
+
+fn throw_native(env: &mut Env<'_>, message: &str) -> jni::errors::Result<()> {
+    let msg = jni::strings::JNIString::from(message);
+    match env.throw_new(jni_str!("org/ember/jni/EmberNativeException"), &msg) {
+        Ok(()) | Err(JniError::JavaException) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni::errors::Result<()> {
+    let kind = env.new_string(err.kind.as_str())?;
+    let class = env.new_string(&err.error_class)?;
+    let params = JObjectArray::<JString>::new(env, err.params.len() * 2, JString::null())?;
+    for (i, (k, v)) in err.params.iter().enumerate() {
+        let k = env.new_string(k)?;
+        let v = env.new_string(v)?;
+        params.set_element(env, i * 2, &k)?;
+        params.set_element(env, i * 2 + 1, &v)?;
+    }
+    let exc = env.new_object(
+        jni_str!("org/ember/jni/EmberSparkError"),
+        jni_sig!("(Ljava/lang/String;Ljava/lang/String;[Ljava/lang/String;)V"),
+        &[JValue::Object(&kind), JValue::Object(&class), JValue::Object(&params)],
+    )?;
+    let exc = jni::objects::JThrowable::cast_local(env, exc)?;
+    match env.throw(exc) {
+        Ok(()) | Err(JniError::JavaException) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowEmberException {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        err: BridgeError,
+    ) -> jni::errors::Result<T> {
+        if env.exception_check() {
+            return Ok(T::default());
+        }
+        match &err {
+            BridgeError::Engine(e) => match find_spark_error(e) {
+                Some(spark) => throw_spark(env, spark)?,
+                None => throw_native(env, &e.to_string())?,
+            },
+            other => throw_native(env, &other.to_string())?,
+        }
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut Self::Captures<'unowned_env_local, 'native_method>,
+        payload: Box<dyn std::any::Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let msg = if let Some(s) = payload.downcast_ref::<&'static str>() {
+            s.to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        if env.exception_check() {
+            env.exception_clear();
+        }
+        throw_native(env, &format!("native panic: {msg}"))?;
+        Ok(T::default())
+    }
+}
+
+/// The plan and what it needs alive while it runs.
+struct PlanHandle {
+    plan: NativePlan,
+}
+
+fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
+    if ptr == 0 {
+        return Err(BridgeError::Invalid("native plan used after close".into()));
+    }
+    // Safety: the pointer came from `createPlan` (Box::into_raw) and the JVM side guarantees it is used by
+    // one thread at a time and closed once.
+    Ok(unsafe { &mut *(ptr as *mut PlanHandle) })
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    level: JString<'l>,
+    config_file: JString<'l>,
+) {
+    env.with_env(|_env| -> BridgeResult<()> {
+        let level = level.to_string();
+        let file = config_file.to_string();
+        logging::init(&level, &file).map_err(BridgeError::Invalid)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Builds a native plan over the task's input streams (addresses of exported `ArrowArrayStream`s, whose
+/// ownership moves here) with memory from `consumer`. Returns the plan handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    plan: JByteArray<'l>,
+    input_streams: JLongArray<'l>,
+    consumer: JObject<'l>,
+) -> jlong {
+    env.with_env(|env| -> BridgeResult<jlong> {
+        let bytes = env.convert_byte_array(&plan)?;
+        let n = input_streams.len(env)?;
+        let mut addrs = vec![0i64; n];
+        input_streams.get_region(env, 0, &mut addrs)?;
+        let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
+        for addr in addrs {
+            if addr == 0 {
+                return Err(BridgeError::Invalid("null input stream".into()));
+            }
+            // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
+            let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
+                .map_err(|e| BridgeError::Engine(e.into()))?;
+            inputs.push(Box::new(reader));
+        }
+        if consumer.is_null() {
+            return Err(BridgeError::Invalid("no memory consumer".into()));
+        }
+        let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
+        let plan = NativePlan::try_new(&bytes, inputs, broker)?;
+        Ok(Box::into_raw(Box::new(PlanHandle { plan })) as jlong)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Writes the next batch (as a struct array) into the JVM-allocated C structs; returns its row count, or -1
+/// at the end.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+    array_addr: jlong,
+    schema_addr: jlong,
+) -> jlong {
+    env.with_env(|_env| -> BridgeResult<jlong> {
+        let h = handle(ptr)?;
+        match h.plan.next_batch()? {
+            None => Ok(-1),
+            Some(batch) => {
+                let rows = batch.num_rows() as jlong;
+                let data = StructArray::from(batch).into_data();
+                let (array, schema) = to_ffi(&data).map_err(|e| BridgeError::Engine(e.into()))?;
+                if array_addr == 0 || schema_addr == 0 {
+                    return Err(BridgeError::Invalid("null C data interface address".into()));
+                }
+                // Safety: the JVM allocated these C structs (ArrowArray/ArrowSchema.allocateNew) and imports
+                // them right after this call, taking over their release callbacks.
+                unsafe {
+                    std::ptr::write(array_addr as *mut FFI_ArrowArray, array);
+                    std::ptr::write(schema_addr as *mut FFI_ArrowSchema, schema);
+                }
+                Ok(rows)
+            }
+        }
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Per operator: [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
+/// [reserved bytes now, peak reserved bytes].
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_metrics<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+) -> JLongArray<'l> {
+    env.with_env(|env| -> BridgeResult<JLongArray<'l>> {
+        let h = handle(ptr)?;
+        let mut values: Vec<i64> = vec![];
+        for m in h.plan.metrics() {
+            values.extend([
+                m.id as i64,
+                m.output_rows as i64,
+                m.elapsed_compute_ns as i64,
+                m.spill_count as i64,
+                m.spilled_bytes as i64,
+                m.spilled_rows as i64,
+            ]);
+        }
+        let (reserved, peak) = h.plan.memory();
+        values.extend([reserved as i64, peak as i64]);
+        let arr = env.new_long_array(values.len())?;
+        arr.set_region(env, 0, &values)?;
+        Ok(arr)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Drops the plan: operators' memory goes back to Spark, spill files are deleted.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+) {
+    env.with_env(|_env| -> BridgeResult<()> {
+        if ptr != 0 {
+            // Safety: created by createPlan; the JVM side closes each handle once.
+            drop(unsafe { Box::from_raw(ptr as *mut PlanHandle) });
+        }
+        Ok(())
+    })
+    .resolve::<ThrowEmberException>()
+}

@@ -1,0 +1,11 @@
+//! libember: the only place that knows about the JVM.
+//!
+//! Every entry point of `org.ember.jni.NativeLib` runs inside `EnvUnowned::with_env`, which catches panics;
+//! the [`ThrowEmberException`] policy turns any error or panic into a Java exception that carries the message
+//! (and, for Spark error conditions, the error class and parameters, which the JVM side turns into Spark's own
+//! exception). Nothing here unwinds into the JVM and nothing aborts it.
+mod bridge;
+mod logging;
+mod memory;
+
+pub use bridge::*;

@@ -1,0 +1,55 @@
+//! The production [`MemoryBroker`]: every native reservation is asked of a JVM `MemoryConsumer`
+//! (`org.ember.memory.NativeMemoryConsumer`, OFF_HEAP) and so of Spark's `TaskMemoryManager`.
+use datafusion_common::Result;
+use ember_engine::error::plan_error;
+use ember_engine::memory::MemoryBroker;
+use jni::objects::JObject;
+use jni::refs::Global;
+use jni::{jni_sig, jni_str, JValue, JavaVM};
+
+pub struct JvmBroker {
+    consumer: Global<JObject<'static>>,
+}
+
+impl JvmBroker {
+    pub fn new(consumer: Global<JObject<'static>>) -> Self {
+        Self { consumer }
+    }
+}
+
+impl std::fmt::Debug for JvmBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JvmBroker")
+    }
+}
+
+impl MemoryBroker for JvmBroker {
+    fn acquire(&self, bytes: usize) -> Result<usize> {
+        let granted = JavaVM::singleton()
+            .and_then(|vm| {
+                vm.attach_current_thread(|env| {
+                    env.call_method(
+                        &self.consumer,
+                        jni_str!("acquire"),
+                        jni_sig!("(J)J"),
+                        &[JValue::Long(bytes as i64)],
+                    )?
+                    .j()
+                })
+            })
+            .map_err(|e| plan_error(format!("asking Spark for {bytes} bytes failed: {e}")))?;
+        Ok(granted.max(0) as usize)
+    }
+
+    fn release(&self, bytes: usize) {
+        let result = JavaVM::singleton().and_then(|vm| {
+            vm.attach_current_thread(|env| {
+                env.call_method(&self.consumer, jni_str!("release"), jni_sig!("(J)V"), &[JValue::Long(bytes as i64)])
+                    .map(|_| ())
+            })
+        });
+        if let Err(e) = result {
+            log::error!("returning {bytes} bytes to Spark failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! The plan contract: prost types generated from `proto/ember/*.proto`.
+#![allow(clippy::all)]
+include!(concat!(env!("OUT_DIR"), "/ember.rs"));
