@@ -1,0 +1,65 @@
+# Ember: `make` builds the native library (release) and the jar; `make test` runs every check CI runs;
+# `make demo` runs the demo with spark-submit. See README.md.
+SHELL := /bin/bash
+PLATFORM := $(shell uname -s | tr A-Z a-z)-$(shell uname -m | sed 's/amd64/x86_64/;s/arm64/aarch64/')
+LIB := libember.so
+JAR := spark/target/ember-spark-0.1.0-SNAPSHOT.jar
+MVN := mvn -B -q -f spark/pom.xml
+NATIVE_DIR := spark/target/native/$(PLATFORM)
+PYTHON ?= python3
+VENV := dev/.venv
+
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench docs clean
+
+all: jar
+
+# Release library (for the demo, benchmarks and users).
+native:
+	cargo build --release -p ember-jni
+	mkdir -p $(NATIVE_DIR) && cp target/release/$(LIB) $(NATIVE_DIR)/$(LIB)
+
+# Test library: the dev profile (dependencies at opt-level 1, no debuginfo), shared with the Rust tests so
+# CI compiles DataFusion once.
+native-dev:
+	cargo build --workspace
+	mkdir -p $(NATIVE_DIR) && cp target/debug/$(LIB) $(NATIVE_DIR)/$(LIB)
+
+jar: native
+	$(MVN) package -DskipTests
+
+jar-dev: native-dev
+	$(MVN) package -DskipTests
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(MVN) mvn-scalafmt_2.13:format -Dscalafmt.validateOnly=true
+
+test-rust:
+	cargo test --workspace
+
+# Scala suites (Ember off vs on, exact rows, native nodes asserted) against the jar's classes and library.
+test-scala: jar-dev
+	$(MVN) test
+
+# A fast subset of Spark's own SQL suites with Ember switched on.
+test-suites: jar-dev
+	dev/run-spark-suites --set ci
+
+test: lint test-rust test-scala test-suites
+
+docs:
+	$(MVN) compile
+	java -cp "spark/target/classes:$$(cat spark/target/classpath.txt 2>/dev/null || ($(MVN) dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >/dev/null && cat spark/target/classpath.txt))" org.ember.EmberConf docs/configs.md
+
+$(VENV)/bin/spark-submit:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q pyspark==4.1.3
+
+demo: $(VENV)/bin/spark-submit
+	@test -f target/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
+	dev/demo.sh
+
+clean:
+	cargo clean
+	$(MVN) clean

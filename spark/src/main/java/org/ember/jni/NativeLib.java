@@ -1,0 +1,88 @@
+package org.ember.jni;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+
+/**
+ * The native methods of libember, and the loader that extracts the library for this platform from the jar
+ * (resource {@code org/ember/native/<os>-<arch>/libember.so}) on first use.
+ */
+public final class NativeLib {
+  private NativeLib() {}
+
+  private static volatile boolean loaded = false;
+  private static volatile Throwable loadError = null;
+
+  /** The platform directory name in the jar, e.g. {@code linux-x86_64}. */
+  public static String platform() {
+    String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    String osName = os.startsWith("linux") ? "linux" : os.startsWith("mac") ? "darwin" : os.replace(' ', '_');
+    String archName =
+        arch.equals("amd64") || arch.equals("x86_64")
+            ? "x86_64"
+            : arch.equals("aarch64") || arch.equals("arm64") ? "aarch64" : arch;
+    return osName + "-" + archName;
+  }
+
+  static String libraryFileName() {
+    return platform().startsWith("darwin") ? "libember.dylib" : "libember.so";
+  }
+
+  /** Loads libember once; throws an error naming the platform when the jar has no library for it. */
+  public static synchronized void load() {
+    if (loaded) return;
+    if (loadError != null) throw new IllegalStateException(loadError.getMessage(), loadError);
+    String resource = "/org/ember/native/" + platform() + "/" + libraryFileName();
+    try (InputStream in = NativeLib.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new UnsatisfiedLinkError(
+            "Ember has no native library for platform " + platform() + " in its jar (looked for "
+                + resource + "); build the jar on this platform with `make`");
+      }
+      Path tmp = Files.createTempFile("libember-", "-" + libraryFileName());
+      tmp.toFile().deleteOnExit();
+      Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+      System.load(tmp.toAbsolutePath().toString());
+      loaded = true;
+    } catch (IOException | UnsatisfiedLinkError e) {
+      loadError = e;
+      throw new IllegalStateException("Ember: cannot load its native library: " + e.getMessage(), e);
+    }
+  }
+
+  /** Whether the native library can be loaded here (loads it if not yet). */
+  public static boolean isAvailable() {
+    try {
+      load();
+      return true;
+    } catch (IllegalStateException e) {
+      return false;
+    }
+  }
+
+  public static native void initLogging(String level, String configFile);
+
+  /**
+   * Builds the native plan for one task. {@code inputStreams} are addresses of exported ArrowArrayStreams,
+   * whose ownership moves to the native side; {@code memoryConsumer} has {@code long acquire(long)} and
+   * {@code void release(long)}. Returns a handle for the other calls.
+   */
+  public static native long createPlan(byte[] plan, long[] inputStreams, Object memoryConsumer);
+
+  /** Exports the next batch into the given C structs; returns its row count, or -1 at the end. */
+  public static native long nextBatch(long handle, long arrayAddress, long schemaAddress);
+
+  /**
+   * Per operator [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
+   * [reserved bytes, peak reserved bytes].
+   */
+  public static native long[] metrics(long handle);
+
+  /** Frees the plan: memory goes back to Spark, spill files are deleted. Call once. */
+  public static native void closePlan(long handle);
+}

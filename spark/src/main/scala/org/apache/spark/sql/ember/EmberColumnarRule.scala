@@ -1,0 +1,95 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.ember.serde._
+import org.apache.spark.sql.execution._
+import org.ember.EmberConf
+import org.ember.proto
+
+/** Ember's physical planning: Spark operators → native ones before Spark inserts its row/columnar transitions. */
+case class EmberColumnarRule(session: SparkSession) extends ColumnarRule {
+  override def preColumnarTransitions: Rule[SparkPlan] = EmberExecRule(session)
+  override def postColumnarTransitions: Rule[SparkPlan] = EmberTransitionCleanup
+}
+
+object EmberExecRule {
+  /** Why an operator stayed in Spark; shown by explain (see [[org.ember.EmberExplainInfo]]) and by tests. */
+  val FallbackReasons: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("ember.fallbackReasons")
+
+  def fallbackReasons(plan: SparkPlan): Seq[String] = plan.getTagValue(FallbackReasons).getOrElse(Nil)
+}
+
+/**
+ * One arm per Spark operator, each with its serde. A converted operator's non-native children are wrapped in
+ * [[EmberInputExec]]; an operator that cannot be converted stays as it is, tagged with the reason.
+ */
+case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Logging {
+  import EmberExecRule._
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    val conf = session.sessionState.conf
+    if (!EmberConf.ENABLED.get(conf)) return plan
+    if (!session.sparkContext.conf.get(MEMORY_OFFHEAP_ENABLED)) {
+      plan.foreach(p => tag(p, "off-heap memory is not enabled (spark.memory.offHeap.enabled=false)"))
+      return plan
+    }
+    val converted = plan.transformUp { case p => convert(p) }
+    if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
+      val lines = EmberExplainInfo.fallbackLines(converted)
+      if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")
+    }
+    converted
+  }
+
+  private def tag(p: SparkPlan, reason: String): Unit = {
+    val existing = fallbackReasons(p)
+    if (!existing.contains(reason)) p.setTagValue(FallbackReasons, existing :+ reason)
+  }
+
+  private def native(child: SparkPlan): SparkPlan = child match {
+    case e: EmberExec => e
+    case other => EmberInputExec(other)
+  }
+
+  private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(build: proto.Operator => SparkPlan): SparkPlan = {
+    if (!serde.enabled.get(session.sessionState.conf)) {
+      tag(plan, s"${serde.enabled.key} is false")
+      plan
+    } else {
+      serde.convert(plan) match {
+        case Right(op) => build(op)
+        case Left(reason) =>
+          tag(plan, reason)
+          plan
+      }
+    }
+  }
+
+  private def convert(plan: SparkPlan): SparkPlan = plan match {
+    case _: EmberExec => plan
+    case f: FilterExec => attempt(f, FilterSerde)(op => EmberFilterExec(f.condition, native(f.child), op))
+    case p: ProjectExec => attempt(p, ProjectSerde)(op => EmberProjectExec(p.projectList, native(p.child), op))
+    case s: SortExec => attempt(s, SortSerde)(op => EmberSortExec(s.sortOrder, s.global, native(s.child), op))
+    case l: LocalLimitExec => attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
+    case g: GlobalLimitExec =>
+      attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
+    case other =>
+      if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode]) tag(other, s"${other.nodeName} has no native implementation")
+      other
+  }
+}
+
+/**
+ * After Spark inserted its transitions: an [[EmberInputExec]] reads rows itself (through Spark's Arrow
+ * writer), so a `RowToColumnarExec` Spark put under it is removed.
+ */
+object EmberTransitionCleanup extends Rule[SparkPlan] {
+  override def apply(plan: SparkPlan): SparkPlan = plan.transformUp {
+    case in @ EmberInputExec(r: RowToColumnarExec) => in.copy(child = r.child)
+  }
+}

@@ -1,0 +1,172 @@
+package org.apache.spark.sql.ember.execution
+
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
+import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.ember.serde.TypeSerde
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.ember.EmberConf
+import org.ember.proto
+
+/**
+ * A Spark operator that runs natively. Each carries its own proto (without id or children) and SQL metrics;
+ * a contiguous block of them becomes one native plan, executed by the block's top node (the one whose parent
+ * is not Ember, and so calls `executeColumnar`), once per task, one JNI call per output batch.
+ */
+trait EmberExec extends SparkPlan {
+
+  /** This operator as a proto, without id and children. */
+  def nativeOperator: proto.Operator
+
+  override def supportsColumnar: Boolean = true
+
+  override protected def doExecute(): RDD[InternalRow] =
+    throw new IllegalStateException(s"$nodeName produces columnar batches only")
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
+    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sparkContext, "native elapsed compute"),
+    "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
+    "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
+    "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
+    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory"))
+
+  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = EmberBlock.execute(this)
+}
+
+/** The leaf of a native block: the output of a Spark child, converted to Arrow batches. */
+case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def nativeOperator: proto.Operator = {
+    val schema = TypeSerde.schema(output, SQLConf.get.sessionLocalTimeZone) match {
+      case Right(s) => s
+      case Left(reason) => throw new IllegalStateException(s"EmberInputExec over unsupported schema: $reason")
+    }
+    proto.Operator.newBuilder().setInput(proto.Input.newBuilder().setSchema(schema)).build()
+  }
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)
+}
+
+case class EmberFilterExec(condition: Expression, child: SparkPlan, nativeOperator: proto.Operator)
+    extends UnaryExecNode
+    with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def simpleString(maxFields: Int): String = s"EmberFilterExec $condition"
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberFilterExec = copy(child = newChild)
+}
+
+case class EmberProjectExec(projectList: Seq[NamedExpression], child: SparkPlan, nativeOperator: proto.Operator)
+    extends UnaryExecNode
+    with EmberExec {
+  override def output: Seq[Attribute] = projectList.map(_.toAttribute)
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def simpleString(maxFields: Int): String =
+    s"EmberProjectExec ${projectList.mkString("[", ", ", "]")}"
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberProjectExec = copy(child = newChild)
+}
+
+case class EmberSortExec(sortOrder: Seq[SortOrder], global: Boolean, child: SparkPlan, nativeOperator: proto.Operator)
+    extends UnaryExecNode
+    with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def outputOrdering: Seq[SortOrder] = sortOrder
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def requiredChildDistribution: Seq[Distribution] =
+    if (global) OrderedDistribution(sortOrder) :: Nil else UnspecifiedDistribution :: Nil
+  override def simpleString(maxFields: Int): String =
+    s"EmberSortExec ${sortOrder.mkString("[", ", ", "]")}, global=$global"
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberSortExec = copy(child = newChild)
+}
+
+case class EmberLocalLimitExec(limit: Int, child: SparkPlan, nativeOperator: proto.Operator)
+    extends UnaryExecNode
+    with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def simpleString(maxFields: Int): String = s"EmberLocalLimitExec $limit"
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberLocalLimitExec = copy(child = newChild)
+}
+
+case class EmberGlobalLimitExec(limit: Int, offset: Int, child: SparkPlan, nativeOperator: proto.Operator)
+    extends UnaryExecNode
+    with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def requiredChildDistribution: List[Distribution] = AllTuples :: Nil
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def simpleString(maxFields: Int): String = s"EmberGlobalLimitExec $limit, offset=$offset"
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberGlobalLimitExec = copy(child = newChild)
+}
+
+/** Builds and runs the native plan of the block topped by one [[EmberExec]]. */
+object EmberBlock {
+
+  final case class Built(plan: proto.Plan, inputs: Seq[EmberInputExec], nodes: Seq[EmberExec])
+
+  def build(top: EmberExec): Built = {
+    val inputs = ArrayBuffer.empty[EmberInputExec]
+    val nodes = ArrayBuffer.empty[EmberExec]
+    def walk(node: EmberExec): proto.Operator = {
+      val id = nodes.size
+      nodes += node
+      val b = node.nativeOperator.toBuilder.setId(id)
+      node match {
+        case in: EmberInputExec =>
+          b.setInput(b.getInput.toBuilder.setInputIndex(inputs.size))
+          inputs += in
+        case _ =>
+          node.children.foreach {
+            case c: EmberExec => b.addChildren(walk(c))
+            case other =>
+              throw new IllegalStateException(s"native ${node.nodeName} over non-native ${other.nodeName}")
+          }
+      }
+      b.build()
+    }
+    val root = walk(top)
+    val conf = SQLConf.get
+    val tz = conf.sessionLocalTimeZone
+    val output = TypeSerde.schema(top.output, tz).fold(r => throw new IllegalStateException(r), identity)
+    val config = proto.ExecConfig
+      .newBuilder()
+      .setBatchSize(EmberConf.BATCH_SIZE.get(conf).toInt)
+      .setSessionTimezone(tz)
+      .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
+      .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
+    Built(
+      proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
+      inputs.toSeq,
+      nodes.toSeq)
+  }
+
+  def execute(top: EmberExec): RDD[ColumnarBatch] = {
+    val built = build(top)
+    val planBytes = built.plan.toByteArray
+    val metrics = built.nodes.map(_.metrics)
+    val batchSize = EmberConf.BATCH_SIZE.get().toInt
+    val tz = SQLConf.get.sessionLocalTimeZone
+    val inputSchemas = built.inputs.map(_.child.schema)
+    val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
+      if (in.child.supportsColumnar) in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+      else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
+    }
+    def run(inputs: Seq[InputIterator]): Iterator[ColumnarBatch] =
+      new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics)
+    rdds match {
+      case Seq(one) => one.mapPartitionsInternal(it => run(Seq(it.next())))
+      case Seq(a, b) => a.zipPartitions(b)((x, y) => run(Seq(x.next(), y.next())))
+      case other => throw new IllegalStateException(s"native plans with ${other.size} inputs are not supported")
+    }
+  }
+}

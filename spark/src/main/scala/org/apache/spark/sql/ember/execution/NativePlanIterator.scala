@@ -1,0 +1,142 @@
+package org.apache.spark.sql.ember.execution
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.c.{ArrowArray, ArrowArrayStream, ArrowSchema, Data}
+import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.spark.TaskContext
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.ember.EmberErrors
+import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.ArrowUtils
+import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+import org.ember.jni.{EmberNativeException, EmberSparkError, NativeLib}
+
+/**
+ * Runs one native plan for one task: exports the task's inputs as Arrow C streams, creates the plan with a
+ * memory consumer of this task, and pulls output batches (Arrow C data interface) one JNI call each. Closed
+ * exactly once — at the end of the output, or by the task-completion listener when the task fails or is
+ * killed — which frees the plan, its memory and its spill files, and reports metrics.
+ */
+class NativePlanIterator(
+    planBytes: Array[Byte],
+    inputs: Seq[InputIterator],
+    inputSchemas: Seq[StructType],
+    timeZoneId: String,
+    batchSize: Int,
+    metrics: Seq[Map[String, SQLMetric]])
+    extends Iterator[ColumnarBatch]
+    with AutoCloseable
+    with Logging {
+
+  private val context = TaskContext.get()
+  private val allocator =
+    ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
+  private val readers = inputs.zip(inputSchemas).map { case (in, schema) =>
+    new SparkArrowReader(in.rows, schema, timeZoneId, batchSize, allocator)
+  }
+  private val streams = readers.map { r =>
+    val s = ArrowArrayStream.allocateNew(allocator)
+    Data.exportArrayStream(allocator, r, s)
+    s
+  }
+  private val consumer = new NativeMemoryConsumer(context.taskMemoryManager())
+  private var handle: Long = 0L
+  private var current: VectorSchemaRoot = _
+  private var pending: ColumnarBatch = _
+  private var finished = false
+  private var closed = false
+
+  context.addTaskCompletionListener[Unit](_ => close())
+  NativeLib.load()
+  handle = guarded(NativeLib.createPlan(planBytes, streams.map(_.memoryAddress()).toArray, consumer))
+
+  /** Native errors → Spark's own exceptions; a failure of a Spark child → that failure itself. */
+  private def guarded[T](f: => T): T =
+    try f
+    catch {
+      case e: EmberSparkError => throw EmberErrors.toSparkException(e)
+      case e: EmberNativeException =>
+        readers.map(_.failure).find(_ != null) match {
+          case Some(childFailure) => throw childFailure
+          case None => throw e
+        }
+    }
+
+  override def hasNext: Boolean = {
+    if (pending != null) return true
+    if (finished) return false
+    releaseCurrent()
+    val array = ArrowArray.allocateNew(allocator)
+    val schema = ArrowSchema.allocateNew(allocator)
+    try {
+      val rows = guarded(NativeLib.nextBatch(handle, array.memoryAddress(), schema.memoryAddress()))
+      if (rows < 0) {
+        finished = true
+        close()
+        false
+      } else {
+        current = Data.importVectorSchemaRoot(allocator, array, schema, null)
+        val columns: Array[ColumnVector] =
+          current.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
+        pending = new ColumnarBatch(columns, rows.toInt)
+        true
+      }
+    } finally {
+      array.close()
+      schema.close()
+    }
+  }
+
+  override def next(): ColumnarBatch = {
+    if (!hasNext) throw new NoSuchElementException("end of native output")
+    val b = pending
+    pending = null
+    b
+  }
+
+  private def releaseCurrent(): Unit = {
+    if (current != null) {
+      current.close()
+      current = null
+    }
+  }
+
+  private def reportMetrics(): Unit = {
+    val values = NativeLib.metrics(handle)
+    val perOperator = (values.length - 2) / 6
+    for (i <- 0 until perOperator) {
+      val base = i * 6
+      val id = values(base).toInt
+      if (id >= 0 && id < metrics.size) {
+        val m = metrics(id)
+        m("numOutputRows").add(values(base + 1))
+        m("elapsedCompute").add(values(base + 2))
+        m("spillCount").add(values(base + 3))
+        m("spilledBytes").add(values(base + 4))
+        m("spilledRows").add(values(base + 5))
+      }
+    }
+    if (metrics.nonEmpty) metrics.head("peakMemory").add(values(values.length - 1))
+  }
+
+  override def close(): Unit = if (!closed) {
+    closed = true
+    pending = null
+    releaseCurrent()
+    if (handle != 0L) {
+      try reportMetrics()
+      catch { case e: Throwable => logWarning(s"Ember: could not read native metrics: ${e.getMessage}") }
+      NativeLib.closePlan(handle)
+      handle = 0L
+    }
+    streams.foreach(s => try s.close() catch { case _: Throwable => })
+    readers.foreach(r => try r.close() catch { case _: Throwable => })
+    val leaked = consumer.releaseAll()
+    if (leaked != 0) logError(s"Ember: native plan still held $leaked bytes after closing")
+    try allocator.close()
+    catch { case e: IllegalStateException => logError(s"Ember: Arrow buffers leaked: ${e.getMessage}") }
+  }
+}

@@ -1,0 +1,211 @@
+package org.apache.spark.sql.ember.serde
+
+import java.math.BigInteger
+
+import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+import org.ember.proto
+
+/**
+ * Catalyst expressions → proto expressions bound to an operator's input, or the reason one cannot run
+ * natively. Only what the native side implements exactly as Spark does is converted: arithmetic and casts ask
+ * [[ArithmeticSupport]] / [[CastSupport]], which mirror the native engine's own support tables.
+ */
+object ExprSerde {
+
+  type Result = Either[String, proto.Expr]
+
+  private def wrap(f: proto.Expr.Builder => proto.Expr.Builder): proto.Expr =
+    f(proto.Expr.newBuilder()).build()
+
+  def evalMode(mode: EvalMode.Value): proto.EvalMode = mode match {
+    case EvalMode.ANSI => proto.EvalMode.ANSI
+    case EvalMode.TRY => proto.EvalMode.TRY
+    case _ => proto.EvalMode.LEGACY
+  }
+
+  def convertAll(exprs: Seq[Expression], input: Seq[Attribute]): Either[String, Seq[proto.Expr]] = {
+    val out = exprs.map(e => convert(e, input))
+    out.collectFirst { case Left(r) => r } match {
+      case Some(r) => Left(r)
+      case None => Right(out.map(_.toOption.get))
+    }
+  }
+
+  def convert(expr: Expression, input: Seq[Attribute]): Result = {
+    val tz = SQLConf.get.sessionLocalTimeZone
+    def typ(dt: DataType) = TypeSerde.convert(dt, tz)
+    def rec(e: Expression) = convert(e, input)
+    def both(l: Expression, r: Expression)(f: (proto.Expr, proto.Expr) => proto.Expr): Result =
+      for { a <- rec(l); b <- rec(r) } yield f(a, b)
+
+    typ(expr.dataType) match {
+      case Left(reason) => return Left(s"${expr.prettyName}: $reason")
+      case _ =>
+    }
+
+    expr match {
+      case a: Attribute =>
+        val idx = input.indexWhere(_.exprId == a.exprId)
+        if (idx < 0) Left(s"column ${a.name} is not in the operator's input")
+        else
+          typ(a.dataType).map(t =>
+            wrap(_.setColumn(proto.ColumnRef.newBuilder().setIndex(idx).setType(t).setNullable(a.nullable))))
+
+      case b: BoundReference =>
+        typ(b.dataType).map(t =>
+          wrap(_.setColumn(proto.ColumnRef.newBuilder().setIndex(b.ordinal).setType(t).setNullable(b.nullable))))
+
+      case Alias(child, _) => rec(child)
+
+      case l: Literal => literal(l.value, l.dataType, tz).map(lit => wrap(_.setLiteral(lit)))
+
+      case c: BinaryComparison if c.left.dataType != c.right.dataType =>
+        Left(s"comparison of ${c.left.dataType.simpleString} with ${c.right.dataType.simpleString}")
+      case c: BinaryComparison if !orderable(c.left.dataType) =>
+        Left(s"comparison of ${c.left.dataType.simpleString} is not supported")
+      case c: BinaryComparison =>
+        val op = c match {
+          case _: EqualTo => proto.CmpOp.EQ
+          case _: EqualNullSafe => proto.CmpOp.EQ_NULL_SAFE
+          case _: LessThan => proto.CmpOp.LT
+          case _: LessThanOrEqual => proto.CmpOp.LT_EQ
+          case _: GreaterThan => proto.CmpOp.GT
+          case _: GreaterThanOrEqual => proto.CmpOp.GT_EQ
+          case other => return Left(s"comparison ${other.prettyName} is not supported")
+        }
+        both(c.left, c.right)((l, r) =>
+          wrap(_.setComparison(proto.Comparison.newBuilder().setOp(op).setLeft(l).setRight(r))))
+
+      case And(l, r) => both(l, r)((a, b) => wrap(_.setAnd(proto.And.newBuilder().setLeft(a).setRight(b))))
+      case Or(l, r) => both(l, r)((a, b) => wrap(_.setOr(proto.Or.newBuilder().setLeft(a).setRight(b))))
+      case Not(c) => rec(c).map(x => wrap(_.setNot(proto.Not.newBuilder().setChild(x))))
+      case IsNull(c) => rec(c).map(x => wrap(_.setIsNull(proto.IsNull.newBuilder().setChild(x))))
+      case IsNotNull(c) => rec(c).map(x => wrap(_.setIsNotNull(proto.IsNotNull.newBuilder().setChild(x))))
+
+      case In(value, list) if !orderable(value.dataType) =>
+        Left(s"IN over ${value.dataType.simpleString} is not supported")
+      case In(value, list) if list.forall(_.isInstanceOf[Literal]) && list.forall(_.dataType == value.dataType) =>
+        for {
+          v <- rec(value)
+          items <- convertAll(list, input)
+        } yield {
+          val b = proto.In.newBuilder().setValue(v)
+          items.foreach(b.addList)
+          wrap(_.setIn(b))
+        }
+      case In(_, _) => Left("IN with non-literal or differently typed list items is not supported")
+      case InSet(value, set) if orderable(value.dataType) =>
+        rec(In(value, set.toSeq.map(v => Literal.create(v, value.dataType))))
+      case InSet(value, _) => Left(s"IN over ${value.dataType.simpleString} is not supported")
+
+      case CaseWhen(branches, elseValue) =>
+        for {
+          whens <- convertAll(branches.map(_._1), input)
+          thens <- convertAll(branches.map(_._2), input)
+          els <- elseValue.map(rec(_).map(Some(_))).getOrElse(Right(None))
+          rt <- typ(expr.dataType)
+        } yield {
+          val b = proto.CaseWhen.newBuilder().setResultType(rt)
+          whens.foreach(b.addWhen)
+          thens.foreach(b.addThen)
+          els.foreach(b.setElseExpr)
+          wrap(_.setCaseWhen(b))
+        }
+      case If(p, t, f) => rec(CaseWhen(Seq(p -> t), Some(f)))
+
+      case Coalesce(children) =>
+        for {
+          args <- convertAll(children, input)
+          rt <- typ(expr.dataType)
+        } yield {
+          val b = proto.Coalesce.newBuilder().setResultType(rt)
+          args.foreach(b.addChildren)
+          wrap(_.setCoalesce(b))
+        }
+
+      case a: BinaryArithmetic =>
+        ArithmeticSupport.check(a).flatMap { op =>
+          for {
+            l <- rec(a.left)
+            r <- rec(a.right)
+            rt <- typ(a.dataType)
+          } yield wrap(
+            _.setArithmetic(
+              proto.Arithmetic
+                .newBuilder()
+                .setOp(op)
+                .setLeft(l)
+                .setRight(r)
+                .setResultType(rt)
+                .setEvalMode(evalMode(a.evalMode))))
+        }
+
+      case u @ UnaryMinus(child, failOnError) =>
+        ArithmeticSupport.checkNegate(u).flatMap { _ =>
+          rec(child).map(c =>
+            wrap(
+              _.setUnaryMinus(
+                proto.UnaryMinus
+                  .newBuilder()
+                  .setChild(c)
+                  .setEvalMode(if (failOnError) proto.EvalMode.ANSI else proto.EvalMode.LEGACY))))
+        }
+
+      case c: Cast =>
+        val zone = c.timeZoneId.getOrElse(tz)
+        CastSupport.check(c.child.dataType, c.dataType, c.evalMode, zone).flatMap { _ =>
+          for {
+            child <- rec(c.child)
+            to <- typ(c.dataType)
+          } yield wrap(
+            _.setCast(
+              proto.Cast
+                .newBuilder()
+                .setChild(child)
+                .setTo(to)
+                .setEvalMode(evalMode(c.evalMode))
+                .setTimezone(zone)))
+        }
+
+      case other => Left(s"expression ${other.prettyName} is not supported")
+    }
+  }
+
+  /** Types whose comparisons, sort order and IN-membership the native side implements as Spark does. */
+  def orderable(dt: DataType): Boolean = dt match {
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | BinaryType |
+        DateType | TimestampType | TimestampNTZType =>
+      true
+    case _: DecimalType => true
+    case s: StringType => s.isUTF8BinaryCollation
+    case _ => false
+  }
+
+  def literal(value: Any, dt: DataType, tz: String): Either[String, proto.Literal] = {
+    TypeSerde.convert(dt, tz).flatMap { t =>
+      val b = proto.Literal.newBuilder().setType(t)
+      if (value == null) return Right(b.setIsNull(true).build())
+      (dt, value) match {
+        case (BooleanType, v: Boolean) => Right(b.setBoolValue(v).build())
+        case (ByteType, v: Byte) => Right(b.setLongValue(v.toLong).build())
+        case (ShortType, v: Short) => Right(b.setLongValue(v.toLong).build())
+        case (IntegerType, v: Int) => Right(b.setLongValue(v.toLong).build())
+        case (LongType, v: Long) => Right(b.setLongValue(v).build())
+        case (DateType, v: Int) => Right(b.setLongValue(v.toLong).build())
+        case (TimestampType | TimestampNTZType, v: Long) => Right(b.setLongValue(v).build())
+        case (FloatType, v: Float) => Right(b.setFloatValue(v).build())
+        case (DoubleType, v: Double) => Right(b.setDoubleValue(v).build())
+        case (d: DecimalType, v: Decimal) =>
+          val unscaled: BigInteger = v.toJavaBigDecimal.setScale(d.scale).unscaledValue()
+          Right(b.setDecimalValue(com.google.protobuf.ByteString.copyFrom(unscaled.toByteArray)).build())
+        case (_: StringType, v: UTF8String) => Right(b.setStringValue(v.toString).build())
+        case (BinaryType, v: Array[Byte]) =>
+          Right(b.setBytesValue(com.google.protobuf.ByteString.copyFrom(v)).build())
+        case _ => Left(s"literal of type ${dt.simpleString} is not supported")
+      }
+    }
+  }
+}
