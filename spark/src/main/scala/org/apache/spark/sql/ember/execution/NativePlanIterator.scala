@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.c.{ArrowArray, ArrowArrayStream, ArrowSchema, Data}
 import org.apache.arrow.vector.VectorSchemaRoot
-import org.apache.spark.TaskContext
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.ember.EmberErrors
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
@@ -13,6 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.ArrowUtils
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
 import org.ember.jni.{EmberNativeException, EmberSparkError, NativeLib}
+import org.ember.proto
 
 /**
  * Runs one native plan for one task: exports the task's inputs as Arrow C streams, creates the plan with a
@@ -51,7 +52,14 @@ class NativePlanIterator(
 
   context.addTaskCompletionListener[Unit](_ => close())
   NativeLib.load()
-  handle = guarded(NativeLib.createPlan(planBytes, streams.map(_.memoryAddress()).toArray, consumer))
+  handle = guarded(NativeLib.createPlan(withSpillDirs(planBytes), streams.map(_.memoryAddress()).toArray, consumer))
+
+  /** Spill files go to this executor's Spark local dirs, which only the executor knows. */
+  private def withSpillDirs(bytes: Array[Byte]): Array[Byte] = {
+    val plan = proto.Plan.parseFrom(bytes)
+    val dirs = SparkEnv.get.blockManager.diskBlockManager.localDirs.map(_.getAbsolutePath)
+    plan.toBuilder.setConfig(plan.getConfig.toBuilder.clearSpillDirs().addAllSpillDirs(dirs.toSeq.asJava)).build().toByteArray
+  }
 
   /** Native errors → Spark's own exceptions; a failure of a Spark child → that failure itself. */
   private def guarded[T](f: => T): T =

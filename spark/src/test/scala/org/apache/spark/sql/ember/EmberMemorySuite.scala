@@ -1,0 +1,84 @@
+package org.apache.spark.sql.ember
+
+import java.io.File
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.sql.ember.execution.EmberSortExec
+import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
+import org.apache.spark.sql.functions._
+import org.scalatest.concurrent.Eventually._
+import org.scalatest.time.SpanSugar._
+
+/**
+ * Native memory comes from Spark's off-heap pool (here 32 MiB): a sort of ~10x that completes by spilling,
+ * and a failed task leaves no reserved memory and no spill files.
+ */
+class EmberMemorySuite extends EmberQueryTest {
+
+  override protected def offHeapSize: String = "32m"
+
+  // A merge of many spill files needs its reservation: 8 MiB of each task's ~16 MiB share.
+  override protected def sparkConf: org.apache.spark.SparkConf =
+    super.sparkConf.set("spark.ember.sort.spillReservationBytes", (8L << 20).toString)
+
+  private def bigTable(rows: Long) = spark
+    .range(0, rows, 1, 2)
+    .select(
+      (col("id") * 7919 % rows).as("k"),
+      col("id").as("v"),
+      concat(lit("payload-"), (col("id") % 100000).cast("string")).as("s"))
+
+  private def spillDirs(): Seq[File] = {
+    val local = SparkEnv.get.blockManager.diskBlockManager.localDirs.toSeq
+    local.flatMap(d => Option(d.listFiles()).toSeq.flatten).filter(_.getName.startsWith("datafusion-"))
+  }
+
+  test("a sort of ~10x the off-heap budget completes by spilling") {
+    val rows = 8000000L // ~330 MB as Arrow batches, against 32 MiB of off-heap memory
+    withEmber(enabled = true) {
+      val df = bigTable(rows).sortWithinPartitions("k")
+      val plan = df.queryExecution.executedPlan
+      val counts = plan
+        .execute()
+        .mapPartitions { it =>
+          var n = 0L
+          var prev = Long.MinValue
+          var sorted = true
+          it.foreach { r =>
+            val k = r.getLong(0)
+            if (k < prev) sorted = false
+            prev = k
+            n += 1
+          }
+          Iterator((n, sorted))
+        }
+        .collect()
+      assert(counts.map(_._1).sum == rows)
+      assert(counts.forall(_._2), "every partition sorted")
+      val sorts = collectWithSubqueries(plan) { case s: EmberSortExec => s }
+      assert(sorts.nonEmpty, plan.toString)
+      assert(sorts.map(_.metrics("spillCount").value).sum > 0, "the sort must have spilled")
+      assert(sorts.map(_.metrics("peakMemory").value).max > 0, "peak reserved memory is reported")
+    }
+    assertNoNativeMemoryHeld()
+    assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+  }
+
+  test("a failing task releases native memory and deletes spill files") {
+    withEmber(enabled = true) {
+      val df = bigTable(3000000L).sortWithinPartitions("k")
+      val rdd = df.queryExecution.executedPlan.execute().mapPartitions { it =>
+        // Read a little of the (spilled) sorted output, then fail as a killed or broken task would.
+        it.take(10).foreach(_ => ())
+        throw new IllegalStateException("boom")
+      }
+      val e = intercept[Exception](rdd.collect())
+      assert(e.getMessage.contains("boom"))
+    }
+    // The job fails as soon as one task fails; the other task is being killed meanwhile.
+    eventually(timeout(60.seconds), interval(200.millis)) {
+      assert(NativeMemoryConsumer.outstanding.get() == 0, "native memory returned after task failure")
+      assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+    }
+  }
+}

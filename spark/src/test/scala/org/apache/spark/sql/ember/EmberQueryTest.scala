@@ -1,0 +1,149 @@
+package org.apache.spark.sql.ember
+
+import scala.reflect.ClassTag
+
+import org.apache.spark.{SparkConf, SparkThrowable}
+import org.apache.spark.sql.{QueryTest, Row}
+import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
+import org.apache.spark.sql.execution.{FilterExec, GlobalLimitExec, LocalLimitExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.test.SharedSparkSession
+
+/**
+ * Test base: every check runs the query with Ember off (Spark's answer) and on, compares the rows exactly
+ * (doubles by bit pattern, -0.0 ≠ 0.0; any NaN equals any NaN), asserts that the executed plan contains the
+ * expected native operators, and that no native memory is still reserved afterwards.
+ */
+abstract class EmberQueryTest extends QueryTest with SharedSparkSession with AdaptiveSparkPlanHelper {
+
+  protected def offHeapSize: String = "256m"
+
+  override protected def sparkConf: SparkConf = super.sparkConf
+    .set("spark.plugins", "org.ember.EmberPlugin")
+    .set("spark.memory.offHeap.enabled", "true")
+    .set("spark.memory.offHeap.size", offHeapSize)
+    .set("spark.ember.enabled", "true")
+    .set("spark.ember.sort.spillReservationBytes", (2L << 20).toString)
+    .set("spark.sql.shuffle.partitions", "4")
+    .set("spark.ui.enabled", "false")
+
+  /** Every node of the executed plan, through adaptive query stages and subqueries. */
+  protected def executedNodes(df: DataFrame): Seq[SparkPlan] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }
+
+  protected def nativeNodes(df: DataFrame): Seq[EmberExec] =
+    executedNodes(df).collect { case e: EmberExec => e }
+
+  /** Rows in a form where equality is exact. */
+  protected def exact(rows: Seq[Row]): Seq[Seq[Any]] = rows.map(_.toSeq.map(exactValue))
+
+  private def exactValue(v: Any): Any = v match {
+    case d: Double => if (d.isNaN) "NaN" else ("d", java.lang.Double.doubleToRawLongBits(d))
+    case f: Float => if (f.isNaN) "NaN" else ("f", java.lang.Float.floatToRawIntBits(f))
+    case b: Array[Byte] => b.toSeq
+    case d: java.math.BigDecimal => ("dec", d.unscaledValue(), d.scale())
+    case r: Row => r.toSeq.map(exactValue)
+    case other => other
+  }
+
+  protected def withEmber[T](enabled: Boolean)(f: => T): T =
+    withSQLConf("spark.ember.enabled" -> enabled.toString)(f)
+
+  protected def assertNoNativeMemoryHeld(): Unit =
+    assert(NativeMemoryConsumer.outstanding.get() == 0, "native memory still reserved after the query")
+
+  /**
+   * Runs `query` with Ember off and on; the rows must be identical (in order when `ordered`), and the plan with
+   * Ember on must contain every class in `expectedNative`.
+   */
+  protected def checkSparkAnswerAndNative(
+      query: => DataFrame,
+      expectedNative: Seq[Class[_ <: EmberExec]],
+      ordered: Boolean = false): DataFrame = {
+    var sparkPlan: Seq[SparkPlan] = Nil
+    val expected = withEmber(enabled = false) {
+      val df = query
+      val rows = df.collect().toSeq
+      assert(nativeNodes(df).isEmpty, "Ember off must not plan native operators")
+      sparkPlan = executedNodes(df)
+      rows
+    }
+    withEmber(enabled = true) {
+      val df = query
+      val actual = df.collect().toSeq
+      val natives = nativeNodes(df)
+      expectedNative.filter(c => sparkHad(c, sparkPlan)).foreach { cls =>
+        assert(
+          natives.exists(n => cls.isInstance(n)),
+          s"expected ${cls.getSimpleName} in the executed plan:\n${df.queryExecution.executedPlan}\n" +
+            s"fallbacks: ${EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan).mkString("; ")}")
+      }
+      val (e, a) =
+        if (ordered) (exact(expected), exact(actual))
+        else (exact(expected).sortBy(_.toString), exact(actual).sortBy(_.toString))
+      if (e != a) {
+        val firstDiff = e.zip(a).indexWhere { case (x, y) => x != y }
+        fail(
+          s"Ember's answer differs from Spark's (${e.size} vs ${a.size} rows; first difference at $firstDiff: " +
+            s"${e.lift(firstDiff)} vs ${a.lift(firstDiff)})\n${df.queryExecution.executedPlan}")
+      }
+      assertNoNativeMemoryHeld()
+      df
+    }
+  }
+
+  /** The Spark operator each native one replaces. */
+  private val replaces: Map[Class[_], Class[_]] = Map(
+    classOf[EmberFilterExec] -> classOf[FilterExec],
+    classOf[EmberProjectExec] -> classOf[ProjectExec],
+    classOf[EmberSortExec] -> classOf[SortExec],
+    classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
+    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec])
+
+  /**
+   * Whether Spark's own plan had the operator a native one replaces: a query the optimizer reduces to an empty
+   * relation has nothing to run natively.
+   */
+  private def sparkHad(native: Class[_], sparkPlan: Seq[SparkPlan]): Boolean =
+    replaces.get(native).forall(spark => sparkPlan.exists(spark.isInstance(_)))
+
+  private def errorClassOf(t: Throwable): Option[String] = {
+    var cur = t
+    while (cur != null) {
+      cur match {
+        case s: SparkThrowable if s.getCondition != null => return Some(s.getCondition)
+        case _ =>
+      }
+      cur = cur.getCause
+    }
+    None
+  }
+
+  /** Spark raises an error class with Ember off; Ember must raise the same one, from a native plan. */
+  protected def checkSparkErrorAndNative(
+      query: => DataFrame,
+      expectedNative: Seq[Class[_ <: EmberExec]]): String = {
+    val sparkError = withEmber(enabled = false) { intercept[Throwable](query.collect()) }
+    val sparkClass = errorClassOf(sparkError).getOrElse(fail(s"Spark's error has no error class: $sparkError"))
+    withEmber(enabled = true) {
+      val df = query
+      val natives = nativeNodes(df)
+      expectedNative.foreach(cls => assert(natives.exists(cls.isInstance(_)), s"no ${cls.getSimpleName} in plan"))
+      val emberError = intercept[Throwable](df.collect())
+      assert(
+        errorClassOf(emberError).contains(sparkClass),
+        s"Spark raised $sparkClass, Ember raised: $emberError")
+    }
+    assertNoNativeMemoryHeld()
+    sparkClass
+  }
+
+  /** Runs `f` once with ANSI on and once with it off. */
+  protected def bothAnsiModes(f: Boolean => Unit): Unit =
+    Seq(true, false).foreach(ansi => withSQLConf(SQLConf.ANSI_ENABLED.key -> ansi.toString)(f(ansi)))
+
+  protected def cls[T <: EmberExec](implicit t: ClassTag[T]): Class[T] = t.runtimeClass.asInstanceOf[Class[T]]
+}
