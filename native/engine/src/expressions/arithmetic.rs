@@ -1005,8 +1005,7 @@ impl std::hash::Hash for SparkNegateExpr {
     }
 }
 
-/// Creates Spark's unary minus. `UnaryMinus` has no TRY mode in Spark, so TRY is a plan error; so are decimals
-/// of precision above 34, which Spark negates through a Scala BigDecimal that rounds to 34 digits.
+/// Creates Spark's unary minus. `UnaryMinus` has no TRY mode in Spark, so TRY is a plan error.
 pub fn create_negate(
     child: Arc<dyn PhysicalExpr>,
     mode: pb::EvalMode,
@@ -1024,15 +1023,73 @@ pub fn create_negate(
         | DataType::Int64
         | DataType::Float32
         | DataType::Float64 => {}
-        DataType::Decimal128(p, s) if p <= 34 && s >= 0 => {}
-        DataType::Decimal128(_, _) => {
-            return Err(plan_error(format!(
-                "unary minus on {data_type}: Spark rounds values above 34 digits; left to Spark"
-            )))
-        }
+        DataType::Decimal128(p, s) if s >= 0 && s as u8 <= p => {}
         _ => return Err(plan_error(format!("unary minus on {data_type} is not supported natively"))),
     }
     Ok(Arc::new(SparkNegateExpr { child, ansi: mode == Mode::Ansi, data_type }))
+}
+
+/// Java's `BigDecimal.toString` of `unscaled` × 10^-`scale` (scientific notation for a negative scale or a
+/// small adjusted exponent).
+fn java_decimal_to_string(unscaled: i128, scale: i32) -> String {
+    let coeff = unscaled.unsigned_abs().to_string();
+    let adjusted = -(scale as i64) + (coeff.len() as i64 - 1);
+    if scale >= 0 && adjusted >= -6 {
+        return plain_string(unscaled < 0, &coeff, scale);
+    }
+    let mut out = String::new();
+    if unscaled < 0 {
+        out.push('-');
+    }
+    out.push_str(&coeff[..1]);
+    if coeff.len() > 1 {
+        out.push('.');
+        out.push_str(&coeff[1..]);
+    }
+    out.push('E');
+    if adjusted >= 0 {
+        out.push('+');
+    }
+    out.push_str(&adjusted.to_string());
+    out
+}
+
+/// Spark's `Decimal.unary_-` on a value held as a Scala BigDecimal (always the case above 18 digits): the
+/// negation goes through Scala's default MathContext (34 digits, HALF_EVEN), and `Decimal.set` then restores
+/// the scale and fails with `NUMERIC_VALUE_OUT_OF_RANGE.WITHOUT_SUGGESTION` if rounding reached 10^precision.
+fn negate_decimal(v: i128, precision: u8, scale: i8) -> Result<i128> {
+    let neg = -v;
+    let digits = neg.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1) as usize;
+    if digits <= 34 {
+        return Ok(neg);
+    }
+    let mut k = digits - 34;
+    let p = POW10[k];
+    let (mut q, r) = (neg / p, (neg % p).abs());
+    let half = p / 2;
+    if r > half || (r == half && q % 2 != 0) {
+        q += neg.signum();
+    }
+    if q.unsigned_abs() == POW10[34] as u128 {
+        // Rounding carried into a 35th digit: Java keeps 34 digits (an exact power of ten).
+        q /= 10;
+        k += 1;
+    }
+    let rounded = q * POW10[k];
+    if rounded.unsigned_abs() >= POW10[precision as usize] as u128 {
+        return Err(SparkError::new(
+            crate::error::SparkExceptionKind::Arithmetic,
+            "NUMERIC_VALUE_OUT_OF_RANGE.WITHOUT_SUGGESTION",
+            &[
+                ("roundedValue", plain_i256(big(rounded), scale as i32)),
+                ("originalValue", java_decimal_to_string(q, scale as i32 - k as i32)),
+                ("precision", precision.to_string()),
+                ("scale", scale.to_string()),
+            ],
+        )
+        .into_datafusion());
+    }
+    Ok(rounded)
 }
 
 fn negate_int<T>(ansi: bool, a: &Side<T>, len: usize) -> Result<PrimitiveArray<T>>
@@ -1082,7 +1139,13 @@ impl PhysicalExpr for SparkNegateExpr {
             DataType::Float32 => Arc::new(unary(&o.prim::<Float32Type>()?, len, |v| Ok(-v))?),
             DataType::Float64 => Arc::new(unary(&o.prim::<Float64Type>()?, len, |v| Ok(-v))?),
             DataType::Decimal128(p, s) => {
-                Arc::new(unary(&o.prim::<Decimal128Type>()?, len, |v| Ok(-v))?.with_precision_and_scale(*p, *s)?)
+                let (p, s) = (*p, *s);
+                let out = if p <= 34 {
+                    unary(&o.prim::<Decimal128Type>()?, len, |v| Ok(-v))?
+                } else {
+                    unary(&o.prim::<Decimal128Type>()?, len, |v| negate_decimal(v, p, s))?
+                };
+                Arc::new(out.with_precision_and_scale(p, s)?)
             }
             t => return Err(DataFusionError::Internal(format!("unary minus on {t}"))),
         };
