@@ -944,9 +944,17 @@ fn decimal_kernel(
         }
         Op::Rem => {
             let sm = s1.max(s2);
+            // Both operands at the common scale fit in i128.
+            let fast = d.p1 as i32 - s1 + sm <= 38 && d.p2 as i32 - s2 + sm <= 38 && sm == s;
+            let (m1, m2) = (POW10[(sm - s1) as usize], POW10[(sm - s2) as usize]);
             binary(l, r, len, |a: i128, b: i128| {
                 if b == 0 {
                     return if ansi { Err(SparkError::remainder_by_zero().into_datafusion()) } else { Ok(None) };
+                }
+                if fast {
+                    // |a % b| <= min(|a|, |b|): always fits the result type.
+                    let v = (a * m1) % (b * m2);
+                    return if v < lim128 && v > -lim128 { Ok(Some(v)) } else { overflow(&|| plain_i256(big(v), sm)) };
                 }
                 let (a, b) = (big(a).wrapping_mul(p10(sm - s1)), big(b).wrapping_mul(p10(sm - s2)));
                 let rem = a.wrapping_rem(b);
@@ -959,9 +967,19 @@ fn decimal_kernel(
         Op::IntDiv => {
             let sm = s1.max(s2);
             let fail = mode != Mode::Legacy;
+            let fast = d.p1 as i32 - s1 + sm <= 38 && d.p2 as i32 - s2 + sm <= 38;
+            let (m1, m2) = (POW10[(sm - s1) as usize], POW10[(sm - s2) as usize]);
+            let lim = POW10[d.p as usize];
             let out: PrimitiveArray<Int64Type> = binary(l, r, len, |a: i128, b: i128| {
                 if b == 0 {
                     return if fail { Err(SparkError::divide_by_zero().into_datafusion()) } else { Ok(None) };
+                }
+                if fast {
+                    let q = (a * m1) / (b * m2);
+                    if q >= lim || q <= -lim {
+                        return if fail { Err(out_of_range(q.to_string(), d)) } else { Ok(None) };
+                    }
+                    return Ok(Some(q as i64));
                 }
                 let (a, b) = (big(a).wrapping_mul(p10(sm - s1)), big(b).wrapping_mul(p10(sm - s2)));
                 let q = a.wrapping_div(b);
