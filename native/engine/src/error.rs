@@ -68,6 +68,27 @@ impl SparkError {
         Self::new(SparkExceptionKind::Arithmetic, "DIVIDE_BY_ZERO", &[("config", ANSI_CONFIG.to_string())])
     }
 
+    /// `BINARY_ARITHMETIC_OVERFLOW`: Spark's error for TINYINT/SMALLINT `+ - *` overflow under ANSI.
+    /// Values are Spark's SMALLINT literals (`100S`, also for TINYINT operands), `function_name` is quoted
+    /// (`` `try_add` ``).
+    pub fn binary_arithmetic_overflow(value1: &str, symbol: &str, value2: &str, function_name: &str) -> Self {
+        Self::new(
+            SparkExceptionKind::Arithmetic,
+            "BINARY_ARITHMETIC_OVERFLOW",
+            &[
+                ("value1", value1.to_string()),
+                ("symbol", symbol.to_string()),
+                ("value2", value2.to_string()),
+                ("functionName", function_name.to_string()),
+            ],
+        )
+    }
+
+    /// `REMAINDER_BY_ZERO`: Spark's `%` with a zero divisor under ANSI.
+    pub fn remainder_by_zero() -> Self {
+        Self::new(SparkExceptionKind::Arithmetic, "REMAINDER_BY_ZERO", &[("config", ANSI_CONFIG.to_string())])
+    }
+
     /// `NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION`: a decimal result that does not fit its precision.
     pub fn numeric_value_out_of_range(value: &str, precision: u8, scale: i8) -> Self {
         Self::new(
