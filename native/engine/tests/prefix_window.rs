@@ -278,7 +278,10 @@ fn spark_cmp(a: f64, b: f64) -> std::cmp::Ordering {
 }
 
 /// Partitions and (with order keys) peer groups of the input, by plain comparison of the rows.
-fn groups(data: &Data) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+/// Half-open row ranges.
+type Spans = Vec<(usize, usize)>;
+
+fn groups(data: &Data) -> (Spans, Spans) {
     let n = data.k.len();
     let mut parts = vec![];
     let mut peers = vec![];
@@ -780,4 +783,236 @@ fn unsupported_shapes_are_plan_errors() {
     let mut x = pb_window_expr(&base, 0);
     x.result_type = Some(pb_type(&DataType::Float64));
     assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// DataFusion's own sliding window operator, where its types and semantics agree with Spark's (integral SUM with
+// wrap-around, COUNT, integral MIN/MAX, row_number; bounded ROWS frames).
+
+mod datafusion_reference {
+    use super::*;
+    use arrow::compute::{cast, SortOptions};
+    use datafusion_common::ScalarValue;
+    use datafusion_execution::TaskContext;
+    use datafusion_expr::{WindowFrame, WindowFrameBound, WindowFrameUnits, WindowFunctionDefinition};
+    use datafusion_physical_expr::expressions::Column;
+    use datafusion_physical_expr::LexOrdering;
+    use datafusion_physical_expr::PhysicalSortExpr;
+    use datafusion_physical_plan::sorts::sort::SortExec;
+    use datafusion_physical_plan::windows::{create_window_expr, BoundedWindowAggExec};
+    use datafusion_physical_plan::{collect, ExecutionPlan, InputOrderMode};
+    use ember_engine::operators::InputExec;
+
+    fn df_bound(b: B) -> WindowFrameBound {
+        match b {
+            B::UP => WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
+            B::P(n) => WindowFrameBound::Preceding(ScalarValue::UInt64(Some(n))),
+            B::CR => WindowFrameBound::CurrentRow,
+            B::F(n) => WindowFrameBound::Following(ScalarValue::UInt64(Some(n))),
+            B::UF => WindowFrameBound::Following(ScalarValue::UInt64(None)),
+        }
+    }
+
+    fn datafusion_window(data_batches: Vec<RecordBatch>, ws: &[W]) -> Vec<ArrayRef> {
+        let s = schema();
+        let input: Arc<dyn ExecutionPlan> = Arc::new(InputExec::new(0, s.clone(), reader(data_batches, s.clone())));
+        let k: Arc<dyn datafusion_physical_expr::PhysicalExpr> = Arc::new(Column::new("k", 0));
+        let asc = SortOptions { descending: false, nulls_first: true };
+        let order = vec![PhysicalSortExpr::new(Arc::new(Column::new("d", 1)), asc)];
+        // Already sorted; the sort only tells DataFusion so (the order keys are unique in each partition).
+        let sorted = LexOrdering::new([PhysicalSortExpr::new(k.clone(), asc), order[0].clone()]).unwrap();
+        let input: Arc<dyn ExecutionPlan> = Arc::new(SortExec::new(sorted, input));
+        let exprs = ws
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let fun = match w.f {
+                    F::Sum => WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::sum::sum_udaf()),
+                    F::Count => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::count::count_udaf())
+                    }
+                    F::Min => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::min_max::min_udaf())
+                    }
+                    F::Max => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::min_max::max_udaf())
+                    }
+                    F::RowNumber => {
+                        WindowFunctionDefinition::WindowUDF(datafusion_functions_window::row_number::row_number_udwf())
+                    }
+                    other => panic!("{other:?} is not compared with DataFusion"),
+                };
+                let args: Vec<Arc<dyn datafusion_physical_expr::PhysicalExpr>> = if w.f == F::RowNumber {
+                    vec![]
+                } else {
+                    vec![Arc::new(Column::new(s.field(w.arg).name(), w.arg))]
+                };
+                let frame = WindowFrame::new_bounds(WindowFrameUnits::Rows, df_bound(w.frame.lo), df_bound(w.frame.hi));
+                create_window_expr(
+                    &fun,
+                    format!("df{i}"),
+                    &args,
+                    std::slice::from_ref(&k),
+                    &order,
+                    Arc::new(frame),
+                    s.clone(),
+                    false,
+                    false,
+                    None,
+                )
+                .unwrap()
+            })
+            .collect();
+        let exec = Arc::new(BoundedWindowAggExec::try_new(exprs, input, InputOrderMode::Sorted, false).unwrap());
+        let out = futures::executor::block_on(collect(exec, Arc::new(TaskContext::default()))).unwrap();
+        let out = concat_batches(&out[0].schema(), &out).unwrap();
+        (0..ws.len()).map(|i| out.column(5 + i).clone()).collect()
+    }
+
+    #[test]
+    fn matches_datafusion_bounded_window_agg_exec() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let frames = [
+            rows(B::UP, B::CR),
+            rows(B::P(0), B::CR),
+            rows(B::P(2), B::CR),
+            rows(B::P(29), B::CR),
+            rows(B::P(3), B::F(2)),
+            rows(B::CR, B::F(4)),
+            rows(B::F(1), B::F(3)),
+            rows(B::P(5), B::P(2)),
+        ];
+        for values in [Values::Small, Values::Huge] {
+            let data = gen(&mut rng, 15, 40, values, false);
+            let mut ws = vec![W { f: F::RowNumber, arg: 2, frame: rows(B::UP, B::CR), ansi: false }];
+            for frame in frames {
+                for (f, arg) in [(F::Sum, 2), (F::Count, 2), (F::Min, 2), (F::Max, 2)] {
+                    ws.push(W { f, arg, frame, ansi: false });
+                }
+            }
+            let input = batches(&data, &mut rng);
+            let theirs = datafusion_window(input.clone(), &ws);
+            for prefix in [true, false] {
+                let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+                let ours = run(&window_plan(exprs, prefix, 13), input.clone()).unwrap();
+                for (i, theirs) in theirs.iter().enumerate() {
+                    // DataFusion's row_number is UInt64, Spark's INT; COUNT is BIGINT on both sides.
+                    let ours = ours.column(5 + i);
+                    let theirs = cast(theirs, ours.data_type()).unwrap();
+                    assert_eq!(ours.as_ref(), theirs.as_ref(), "{values:?} prefix={prefix} {:?}", ws[i]);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Metrics, memory, timing.
+
+fn exec_window(
+    ws: &[W],
+    prefix: bool,
+    input: Vec<RecordBatch>,
+    pool_bytes: usize,
+) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
+    use datafusion_execution::memory_pool::GreedyMemoryPool;
+    use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion_execution::TaskContext;
+    use ember_engine::operators::{InputExec, PrefixWindowExec};
+    let s = schema();
+    let window = match window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0)
+        .root
+        .unwrap()
+        .kind
+    {
+        Some(pb::operator::Kind::Window(w)) => w,
+        _ => unreachable!(),
+    };
+    let input = Arc::new(InputExec::new(0, s.clone(), reader(input, s)));
+    let exec: Arc<dyn datafusion_physical_plan::ExecutionPlan> =
+        Arc::new(PrefixWindowExec::try_new(&window, input).unwrap());
+    let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(GreedyMemoryPool::new(pool_bytes))).build_arc();
+    let ctx = Arc::new(TaskContext::default().with_runtime(runtime.unwrap()));
+    let out = futures::executor::block_on(datafusion_physical_plan::collect(exec.clone(), ctx));
+    (out, exec)
+}
+
+#[test]
+fn metrics_count_prefix_and_refold_frames() {
+    let mut rng = StdRng::seed_from_u64(10);
+    let data = gen(&mut rng, 5, 20, Values::Small, false);
+    let n = data.k.len();
+    let frame = rows(B::P(2), B::CR);
+    let ws = [
+        W { f: F::Sum, arg: 2, frame, ansi: false },
+        W { f: F::Sum, arg: 2, frame: rows(B::P(6), B::CR), ansi: true },
+        W { f: F::Count, arg: 2, frame, ansi: false },
+        W { f: F::Sum, arg: 4, frame, ansi: false },
+        W { f: F::Max, arg: 2, frame, ansi: false },
+    ];
+    for prefix in [true, false] {
+        let (out, exec) = exec_window(&ws, prefix, batches(&data, &mut rng), 1 << 30);
+        assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
+        let m = exec.metrics().unwrap();
+        let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+        // Three integral SUM/COUNT frames per row by prefix; the DOUBLE sum always re-folds; MAX counts as neither.
+        let (want_prefix, want_refold) = if prefix { (3 * n, n) } else { (0, 4 * n) };
+        assert_eq!((get("prefix_frames"), get("refold_frames")), (want_prefix, want_refold), "prefix={prefix}");
+        assert_eq!(m.output_rows(), Some(n));
+    }
+}
+
+#[test]
+fn a_partition_that_does_not_fit_is_a_clean_error() {
+    let mut rng = StdRng::seed_from_u64(11);
+    // One partition of 20k rows against a pool of 64 KiB.
+    let mut data = gen(&mut rng, 1, 1, Values::Small, false);
+    for i in 1..20_000 {
+        data.k.push(data.k[0]);
+        data.d.push(Some(i));
+        data.x.push(Some(i));
+        data.y.push(None);
+        data.f.push(None);
+    }
+    let ws = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::CR), ansi: false }];
+    let input: Vec<RecordBatch> = batches(&data, &mut rng);
+    let (out, _) = exec_window(&ws, true, input.clone(), 64 << 10);
+    let err = out.unwrap_err().to_string();
+    assert!(err.contains("cannot spill yet"), "{err}");
+    // With room it runs.
+    let (out, _) = exec_window(&ws, true, input, 1 << 30);
+    assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
+}
+
+/// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (≈1100
+/// partitions × 180 rows), one BIGINT measure, SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179.
+#[test]
+#[ignore]
+fn timing_prefix_vs_refold() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let (parts, len) = (1112, 180);
+    let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
+    for p in 0..parts {
+        for i in 0..len {
+            data.k.push(Some(p));
+            data.d.push(Some(i as i64));
+            data.x.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
+            data.y.push(None);
+            data.f.push(None);
+        }
+    }
+    let all = batches(&data, &mut rng);
+    let input: Vec<RecordBatch> = vec![concat_batches(&schema(), &all).unwrap()];
+    let input: Vec<RecordBatch> =
+        (0..input[0].num_rows()).step_by(8192).map(|o| input[0].slice(o, 8192.min(input[0].num_rows() - o))).collect();
+    for ansi in [false, true] {
+        let ws: Vec<W> =
+            [2, 6, 29, 89, 179].iter().map(|&n| W { f: F::Sum, arg: 2, frame: rows(B::P(n), B::CR), ansi }).collect();
+        for prefix in [true, false] {
+            let t = std::time::Instant::now();
+            let (out, _) = exec_window(&ws, prefix, input.clone(), 1 << 30);
+            let rows: usize = out.unwrap().iter().map(|b| b.num_rows()).sum();
+            eprintln!("{} rows x 5 horizons, ansi={ansi}, prefix={prefix}: {:?}", rows, t.elapsed());
+        }
+    }
 }

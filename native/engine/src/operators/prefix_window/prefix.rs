@@ -224,6 +224,7 @@ pub fn exact_double_partitions(values: &Int64Array, parts: &[Range<usize>]) -> V
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 

@@ -12,7 +12,7 @@ use super::frames::Layout;
 pub fn row_number(layout: &Layout) -> ArrayRef {
     let mut out = Vec::with_capacity(layout.len);
     for p in &layout.partitions {
-        out.extend((1..=p.len() as i32).take(p.len()));
+        out.extend(1..=p.len() as i32);
     }
     Arc::new(Int32Array::from(out))
 }

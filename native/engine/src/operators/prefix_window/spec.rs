@@ -267,7 +267,7 @@ impl WindowSpec {
 
     fn ranges(&self, keys: &[ArrayRef], n: usize) -> Result<Vec<Range<usize>>> {
         if keys.is_empty() {
-            return Ok(if n == 0 { vec![] } else { vec![0..n] });
+            return Ok(if n == 0 { vec![] } else { std::iter::once(0..n).collect() });
         }
         Ok(partition(keys)?.ranges())
     }
