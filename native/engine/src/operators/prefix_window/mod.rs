@@ -22,9 +22,10 @@
 //!
 //! # Memory
 //! The rows of the open partition are held (and reserved through the memory pool) until it completes; a chunk of
-//! complete partitions lives only while it is evaluated, with O(rows × (measures + horizons)) scratch (prefixes,
-//! frame bounds). A partition larger than the pool grants is a `ResourcesExhausted` error: partitions cannot spill
-//! yet.
+//! complete partitions lives only while it is evaluated, and is reserved with an estimate of its scratch
+//! (prefixes, frame bounds, output columns: O(rows × (measures + expressions))) for that time. Output batches are
+//! slices of the evaluated chunk, handed on as they are pulled. A partition larger than the pool grants is a
+//! `ResourcesExhausted` error: partitions cannot spill yet.
 mod exec;
 pub mod extrema;
 pub mod frames;

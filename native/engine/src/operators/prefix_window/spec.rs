@@ -265,6 +265,12 @@ impl WindowSpec {
         self.exprs.iter().map(|x| Field::new(&x.name, x.result_type.clone(), x.nullable())).collect()
     }
 
+    /// An upper estimate of the scratch memory a chunk needs per row while it is evaluated: frame bounds (16 B)
+    /// and an output value (≤ 16 B) per expression, prefixes (≤ 24 B) and arguments (≤ 16 B) per measure, peers.
+    pub fn scratch_bytes_per_row(&self) -> usize {
+        32 * self.exprs.len() + 40 * self.measures.len() + if self.needs_peers { 8 } else { 0 }
+    }
+
     fn ranges(&self, keys: &[ArrayRef], n: usize) -> Result<Vec<Range<usize>>> {
         if keys.is_empty() {
             return Ok(if n == 0 { vec![] } else { std::iter::once(0..n).collect() });

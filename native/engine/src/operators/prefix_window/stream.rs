@@ -124,8 +124,19 @@ impl WindowStream {
         if chunk.num_rows() == 0 {
             return Ok(());
         }
+        // The chunk and its scratch (frame bounds, prefixes, output columns) are reserved while it is evaluated.
+        let scratch = self.spec.scratch_bytes_per_row() * chunk.num_rows() + chunk.get_array_memory_size();
+        self.reservation.try_grow(scratch).map_err(|e| {
+            DataFusionError::ResourcesExhausted(format!(
+                "Ember window: {} rows of complete partitions do not fit in memory to be evaluated and window \
+                 partitions cannot spill yet: {e}",
+                chunk.num_rows()
+            ))
+        })?;
         let mut columns = chunk.columns().to_vec();
-        columns.extend(self.spec.evaluate(&chunk, &self.counters)?);
+        let evaluated = self.spec.evaluate(&chunk, &self.counters);
+        self.reservation.shrink(scratch);
+        columns.extend(evaluated?);
         let out = RecordBatch::try_new(self.schema.clone(), columns)?;
         let mut offset = 0;
         while offset < out.num_rows() {
