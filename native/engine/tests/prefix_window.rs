@@ -249,16 +249,33 @@ fn window_plan(exprs: Vec<pb::WindowExpr>, prefix: bool, batch_size: u32) -> pb:
 }
 
 fn run(plan: &pb::Plan, input: Vec<RecordBatch>) -> Result<RecordBatch> {
+    let (rows, err) = run_until_error(plan, input);
+    match err {
+        Some(e) => Err(e),
+        None => Ok(rows),
+    }
+}
+
+/// The rows a consumer receives, and the error that ends them if any.
+fn run_until_error(plan: &pb::Plan, input: Vec<RecordBatch>) -> (RecordBatch, Option<DataFusionError>) {
     let broker = Arc::new(FixedBroker::new(1 << 30));
-    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(input, schema())], broker.clone())?;
+    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(input, schema())], broker.clone()).unwrap();
     let schema = p.output_schema().clone();
     let mut out = vec![];
-    while let Some(b) = p.next_batch()? {
-        out.push(b);
+    let mut err = None;
+    loop {
+        match p.next_batch() {
+            Ok(Some(b)) => out.push(b),
+            Ok(None) => break,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
     }
     drop(p);
     assert_eq!(broker.used(), 0, "memory returned");
-    Ok(concat_batches(&schema, &out)?)
+    (concat_batches(&schema, &out).unwrap(), err)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -333,8 +350,9 @@ fn frame_of(fr: &Fr, i: usize, part: (usize, usize), peer: (usize, usize)) -> (u
     }
 }
 
-#[derive(Debug)]
-struct Overflow;
+/// Spark's fold overflows in the frame of this row (the first such row: Spark raises when it produces it).
+#[derive(Debug, Clone, Copy)]
+struct Overflow(usize);
 
 fn reference(data: &Data, w: &W) -> std::result::Result<ArrayRef, Overflow> {
     let n = data.k.len();
@@ -395,7 +413,7 @@ fn reference(data: &Data, w: &W) -> std::result::Result<ArrayRef, Overflow> {
                     let mut acc: Option<i64> = None;
                     for &v in xs[s..e].iter().flatten() {
                         let a = acc.unwrap_or(0);
-                        acc = Some(if w.ansi { a.checked_add(v).ok_or(Overflow)? } else { a.wrapping_add(v) });
+                        acc = Some(if w.ansi { a.checked_add(v).ok_or(Overflow(i))? } else { a.wrapping_add(v) });
                     }
                     i64s.push(acc);
                 }
@@ -496,11 +514,25 @@ fn assert_same(actual: &ArrayRef, expected: &ArrayRef, what: &str) {
 /// whether the reference overflowed (then the operator must have raised Spark's error).
 fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
     let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
-    let expected: std::result::Result<Vec<ArrayRef>, Overflow> = ws.iter().map(|w| reference(data, w)).collect();
+    let results: Vec<std::result::Result<ArrayRef, Overflow>> = ws.iter().map(|w| reference(data, w)).collect();
+    // Spark raises at the first row where any expression's frame overflows.
+    let first_overflow = results.iter().filter_map(|r| r.as_ref().err().map(|o| o.0)).min();
+    let expected: std::result::Result<Vec<ArrayRef>, Overflow> = match first_overflow {
+        Some(row) => Err(Overflow(row)),
+        None => Ok(results.into_iter().map(|r| r.unwrap()).collect()),
+    };
     let input = batches(data, rng);
     for prefix in [true, false] {
         let batch_size = rng.random_range(1..64);
-        let got = run(&window_plan(exprs.clone(), prefix, batch_size), input.clone());
+        let (rows, err) = run_until_error(&window_plan(exprs.clone(), prefix, batch_size), input.clone());
+        if let Err(Overflow(row)) = expected {
+            // Exactly the rows Spark produces before it raises reach the consumer.
+            assert_eq!(rows.num_rows(), row, "{what} prefix={prefix}: rows before the overflow");
+        }
+        let got = match err {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        };
         match (&expected, got) {
             (Ok(exp), Ok(got)) => {
                 assert_eq!(got.num_rows(), data.k.len());
@@ -510,9 +542,9 @@ fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
                 // The input columns pass through unchanged.
                 assert_eq!(got.column(2).as_ref(), &Int64Array::from(data.x.clone()) as &dyn Array);
             }
-            (Err(Overflow), Err(e)) => assert_overflow_error(&e),
+            (Err(Overflow(_)), Err(e)) => assert_overflow_error(&e),
             (Ok(_), Err(e)) => panic!("{what} prefix={prefix}: native error {e} where Spark's fold does not overflow"),
-            (Err(Overflow), Ok(_)) => panic!("{what} prefix={prefix}: Spark's fold overflows, native returned rows"),
+            (Err(Overflow(_)), Ok(_)) => panic!("{what} prefix={prefix}: Spark's fold overflows, native returned rows"),
         }
     }
     expected.is_err()

@@ -84,16 +84,22 @@ impl Prefix {
         self.counts[e] - self.counts[s]
     }
 
-    /// Frame sums (Spark's SUM over an integral measure): NULL for frames without a value; under ANSI an
-    /// `ARITHMETIC_OVERFLOW` error if any frame's fold overflows.
-    pub fn sum(&self, parts: &[Range<usize>], starts: &[usize], ends: &[usize], ansi: bool) -> Result<Int64Array> {
+    /// Frame sums (Spark's SUM over an integral measure): NULL for frames without a value. Under ANSI, also the
+    /// first row whose frame fold overflows (Spark raises `ARITHMETIC_OVERFLOW` when it produces that row); the
+    /// values from that row on are meaningless.
+    pub fn sum(
+        &self,
+        parts: &[Range<usize>],
+        starts: &[usize],
+        ends: &[usize],
+        ansi: bool,
+    ) -> Result<(Int64Array, Option<usize>)> {
+        let mut overflow_at = None;
         if ansi {
             let PrefixSums::Exact(p) = &self.sums else {
                 return Err(datafusion_common::DataFusionError::Internal("ANSI sum without exact prefixes".into()));
             };
-            if any_frame_overflows(p, parts, starts, ends) {
-                return Err(long_overflow());
-            }
+            overflow_at = first_overflow(p, parts, starts, ends);
         }
         let n = starts.len();
         let mut values = Vec::with_capacity(n);
@@ -107,12 +113,12 @@ impl Prefix {
                 PrefixSums::Exact(p) => (p[e] - p[s]) as i64,
             });
         }
-        Ok(Int64Array::new(values.into(), Some(valid.into())))
+        Ok((Int64Array::new(values.into(), Some(valid.into())), overflow_at))
     }
 }
 
-/// Whether some frame's running fold leaves the 64-bit range (see the module docs).
-pub fn any_frame_overflows(p: &[i128], parts: &[Range<usize>], starts: &[usize], ends: &[usize]) -> bool {
+/// The first row whose frame's running fold leaves the 64-bit range, if any (see the module docs).
+pub fn first_overflow(p: &[i128], parts: &[Range<usize>], starts: &[usize], ends: &[usize]) -> Option<usize> {
     const MAX: i128 = i64::MAX as i128;
     const MIN: i128 = i64::MIN as i128;
     for part in parts {
@@ -142,11 +148,11 @@ pub fn any_frame_overflows(p: &[i128], parts: &[Range<usize>], starts: &[usize],
             minq.evict_up_to(s);
             let base = p[s];
             if maxq.front().1 - base > MAX || minq.front().1 - base < MIN {
-                return true;
+                return Some(i);
             }
         }
     }
-    false
+    None
 }
 
 /// A sliding-window extremum: indices pushed in increasing order, the front is the extremum of those not
@@ -239,7 +245,8 @@ mod tests {
         let parts = [0..5];
         let starts = [0, 0, 1, 2, 3];
         let ends = [1, 2, 3, 4, 5];
-        let s = p.sum(&parts, &starts, &ends, false).unwrap();
+        let (s, overflow) = p.sum(&parts, &starts, &ends, false).unwrap();
+        assert_eq!(overflow, None);
         assert_eq!(s.value(1), i64::MAX.wrapping_add(i64::MAX));
         assert_eq!(s.value(2), i64::MAX);
         assert_eq!(s.value(3), 5);
@@ -251,12 +258,12 @@ mod tests {
         // MAX + 1 overflows at the second partial sum; the total MAX + 1 - 1 would fit.
         let a = arr(&[Some(i64::MAX), Some(1), Some(-1)]);
         let p = Prefix::new(&a, true);
-        assert!(p.sum(&[0..3], &[0, 0, 0], &[1, 2, 3], true).is_err());
+        assert_eq!(p.sum(&[0..3], &[0, 0, 0], &[1, 2, 3], true).unwrap().1, Some(1));
         // The same values in another order never overflow: MAX, MAX - 1, MAX.
         let a = arr(&[Some(i64::MAX), Some(-1), Some(1)]);
         let p = Prefix::new(&a, true);
-        let s = p.sum(&[0..3], &[0, 0, 0], &[1, 2, 3], true).unwrap();
-        assert_eq!(s.value(2), i64::MAX);
+        let (s, overflow) = p.sum(&[0..3], &[0, 0, 0], &[1, 2, 3], true).unwrap();
+        assert_eq!((s.value(2), overflow), (i64::MAX, None));
     }
 
     #[test]

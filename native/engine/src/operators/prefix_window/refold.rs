@@ -7,9 +7,6 @@
 use std::ops::Range;
 
 use arrow::array::{Array, Float64Array, Int64Array};
-use datafusion_common::Result;
-
-use super::prefix::long_overflow;
 
 fn valid(a: &dyn Array, i: usize) -> bool {
     a.nulls().is_none_or(|b| b.is_valid(i))
@@ -67,20 +64,32 @@ pub fn count_add_retract(values: &dyn Array, starts: &[usize], ends: &[usize]) -
     Int64Array::from(out)
 }
 
-/// Integral SUM folded frame by frame from its first row, as Spark does; under ANSI with `Math.addExact`.
-pub fn sum_refold(values: &Int64Array, starts: &[usize], ends: &[usize], ansi: bool) -> Result<Int64Array> {
+/// Integral SUM folded frame by frame from its first row, as Spark does; under ANSI with `Math.addExact`, and
+/// then also the first row whose fold overflows (the values from that row on are meaningless).
+pub fn sum_refold(values: &Int64Array, starts: &[usize], ends: &[usize], ansi: bool) -> (Int64Array, Option<usize>) {
     let raw = values.values();
+    let n = starts.len();
     let (mut fs, mut fe, mut acc, mut any) = (usize::MAX, 0usize, 0i64, false);
-    let mut out = Vec::with_capacity(starts.len());
-    let mut ok = Vec::with_capacity(starts.len());
-    for (&s, &e) in starts.iter().zip(ends) {
+    let mut out = Vec::with_capacity(n);
+    let mut ok = Vec::with_capacity(n);
+    for (i, (&s, &e)) in starts.iter().zip(ends).enumerate() {
         if s != fs || e < fe {
             (fs, fe, acc, any) = (s, s, 0, false);
         }
         while fe < e {
             if valid(values, fe) {
-                acc =
-                    if ansi { acc.checked_add(raw[fe]).ok_or_else(long_overflow)? } else { acc.wrapping_add(raw[fe]) };
+                acc = if ansi {
+                    match acc.checked_add(raw[fe]) {
+                        Some(a) => a,
+                        None => {
+                            out.resize(n, 0);
+                            ok.resize(n, false);
+                            return (Int64Array::new(out.into(), Some(ok.into())), Some(i));
+                        }
+                    }
+                } else {
+                    acc.wrapping_add(raw[fe])
+                };
                 any = true;
             }
             fe += 1;
@@ -88,7 +97,7 @@ pub fn sum_refold(values: &Int64Array, starts: &[usize], ends: &[usize], ansi: b
         out.push(acc);
         ok.push(any);
     }
-    Ok(Int64Array::new(out.into(), Some(ok.into())))
+    (Int64Array::new(out.into(), Some(ok.into())), None)
 }
 
 /// Floating-point SUM (double result): `0.0 + v₁ + v₂ …` over the frame's non-null values, NULL without any.

@@ -287,8 +287,10 @@ impl WindowSpec {
         self.ranges(keys, n)
     }
 
-    /// Evaluates every window expression over a chunk of complete partitions.
-    pub fn evaluate(&self, chunk: &RecordBatch, counters: &FrameCounters) -> Result<Vec<ArrayRef>> {
+    /// Evaluates every window expression over a chunk of complete partitions. Under ANSI, also the first row at
+    /// which Spark raises `ARITHMETIC_OVERFLOW` (it evaluates a row's frames when it produces the row, so the rows
+    /// before it reach the consumer first); the column values from that row on are meaningless.
+    pub fn evaluate(&self, chunk: &RecordBatch, counters: &FrameCounters) -> Result<(Vec<ArrayRef>, Option<usize>)> {
         let n = chunk.num_rows();
         let pkeys = self.partition_keys(chunk)?;
         let parts = self.ranges(&pkeys, n)?;
@@ -322,10 +324,16 @@ impl WindowSpec {
         }
 
         let mut out = Vec::with_capacity(self.exprs.len());
+        let mut overflow_at: Option<usize> = None;
         for x in &self.exprs {
-            out.push(self.evaluate_expr(x, chunk, &layout, &values, &prefixes, counters)?);
+            let (column, overflow) = self.evaluate_expr(x, chunk, &layout, &values, &prefixes, counters)?;
+            out.push(column);
+            overflow_at = match (overflow_at, overflow) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
-        Ok(out)
+        Ok((out, overflow_at))
     }
 
     fn evaluate_expr(
@@ -336,11 +344,12 @@ impl WindowSpec {
         values: &[ArrayRef],
         prefixes: &[Option<Prefix>],
         counters: &FrameCounters,
-    ) -> Result<ArrayRef> {
+    ) -> Result<(ArrayRef, Option<usize>)> {
         let n = layout.len;
         let parts = &layout.partitions;
         let measure = x.measure.map(|m| (&values[m], prefixes[m].as_ref()));
-        Ok(match x.function {
+        let mut overflow_at = None;
+        let column: ArrayRef = match x.function {
             Function::RowNumber => ranking::row_number(layout),
             Function::Rank => ranking::rank(layout, false),
             Function::DenseRank => ranking::rank(layout, true),
@@ -399,12 +408,16 @@ impl WindowSpec {
                 if is_integral(v.data_type()) {
                     if let Some(p) = prefix {
                         counters.prefix.add(n);
-                        Arc::new(p.sum(parts, &s, &e, x.ansi)?)
+                        let (sums, overflow) = p.sum(parts, &s, &e, x.ansi)?;
+                        overflow_at = overflow;
+                        Arc::new(sums)
                     } else {
                         counters.refold.add(n);
                         let longs = cast(v, &DataType::Int64)?;
                         if x.ansi {
-                            Arc::new(refold::sum_refold(longs.as_primitive(), &s, &e, true)?)
+                            let (sums, overflow) = refold::sum_refold(longs.as_primitive(), &s, &e, true);
+                            overflow_at = overflow;
+                            Arc::new(sums)
                         } else {
                             Arc::new(refold::sum_add_retract(longs.as_primitive(), &s, &e))
                         }
@@ -450,7 +463,8 @@ impl WindowSpec {
                 }
                 Arc::new(Float64Array::new(out.into(), Some(ok.into())))
             }
-        })
+        };
+        Ok((column, overflow_at))
     }
 }
 

@@ -15,6 +15,7 @@ use datafusion_physical_plan::metrics::BaselineMetrics;
 use datafusion_physical_plan::SendableRecordBatchStream;
 use futures::{Stream, StreamExt};
 
+use super::prefix::long_overflow;
 use super::spec::{FrameCounters, WindowSpec};
 
 pub struct WindowStream {
@@ -25,7 +26,8 @@ pub struct WindowStream {
     pending: Vec<RecordBatch>,
     /// Partition keys of the last pending row (one-row arrays).
     last_key: Vec<ArrayRef>,
-    output: VecDeque<RecordBatch>,
+    /// Batches to hand out, and possibly an error after them (ANSI overflow at a row of the last chunk).
+    output: VecDeque<Result<RecordBatch>>,
     reservation: MemoryReservation,
     baseline: BaselineMetrics,
     counters: FrameCounters,
@@ -136,13 +138,21 @@ impl WindowStream {
         let mut columns = chunk.columns().to_vec();
         let evaluated = self.spec.evaluate(&chunk, &self.counters);
         self.reservation.shrink(scratch);
-        columns.extend(evaluated?);
+        let (window_columns, overflow_at) = evaluated?;
+        columns.extend(window_columns);
         let out = RecordBatch::try_new(self.schema.clone(), columns)?;
+        // Rows before an overflow go out first, as Spark produces them before it reaches the overflowing frame.
+        let rows = overflow_at.unwrap_or(out.num_rows());
         let mut offset = 0;
-        while offset < out.num_rows() {
-            let len = self.batch_size.min(out.num_rows() - offset);
-            self.output.push_back(out.slice(offset, len));
+        while offset < rows {
+            let len = self.batch_size.min(rows - offset);
+            self.output.push_back(Ok(out.slice(offset, len)));
             offset += len;
+        }
+        if overflow_at.is_some() {
+            self.output.push_back(Err(long_overflow()));
+            self.done = true;
+            self.pending.clear();
         }
         Ok(())
     }
@@ -162,9 +172,17 @@ impl Stream for WindowStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
-            if let Some(b) = self.output.pop_front() {
-                self.baseline.record_output(b.num_rows());
-                return Poll::Ready(Some(Ok(b)));
+            match self.output.pop_front() {
+                Some(Ok(b)) => {
+                    self.baseline.record_output(b.num_rows());
+                    return Poll::Ready(Some(Ok(b)));
+                }
+                Some(Err(e)) => {
+                    self.output.clear();
+                    self.reservation.free();
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => {}
             }
             if self.done {
                 return Poll::Ready(None);
