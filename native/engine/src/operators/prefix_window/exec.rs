@@ -10,6 +10,7 @@ use datafusion_execution::TaskContext;
 use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion_physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion_physical_plan::ExecutionPlanProperties;
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
@@ -42,7 +43,8 @@ impl PrefixWindowExec {
         fields.extend(spec.output_fields());
         let schema = Arc::new(Schema::new(fields));
         let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
+            // Input columns come first, unchanged and in the same order: the input's ordering still holds.
+            EquivalenceProperties::new_with_orderings(schema.clone(), input.output_ordering().cloned()),
             input.properties().output_partitioning().clone(),
             EmissionType::Incremental,
             Boundedness::Bounded,

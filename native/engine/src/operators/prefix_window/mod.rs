@@ -11,7 +11,8 @@
 //!   ([`prefix`]), shared by every horizon over that measure: a frame costs two lookups, so H horizons cost
 //!   H + 2 per row instead of Σ frame widths. LEGACY sums wrap in 64 bits (bit-identical to Spark's wrapping
 //!   fold); ANSI sums keep exact 128-bit prefixes and raise `ARITHMETIC_OVERFLOW` exactly when one of the partial
-//!   sums Spark's frame fold computes leaves the 64-bit range (sliding max / min of the prefix); AVG uses the
+//!   sums Spark's frame fold computes leaves the 64-bit range (sliding max / min of the prefix), after handing out
+//!   the rows Spark would produce before the first overflowing frame (row-exact under a LIMIT); AVG uses the
 //!   prefix only where the double fold is provably exact (partition Σ|v| ≤ 2^53), else re-folds;
 //! * floating-point `SUM` / `AVG` re-fold each frame in Spark's order ([`refold`]); `MIN` / `MAX` use monotonic
 //!   deques ([`extrema`]); `row_number`, `rank`, `dense_rank`, `lag`, `lead` in [`ranking`].
