@@ -1016,8 +1016,10 @@ fn a_partition_that_does_not_fit_is_a_clean_error() {
     assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
 }
 
-/// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (≈1100
-/// partitions × 180 rows), one BIGINT measure, SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179.
+/// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (1112
+/// partitions × 180 rows, in batches of 8192), SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179
+/// (and every width ×4), over 1 measure (5 columns) and over 3 measures (x, y and x again as a distinct
+/// expression: 15 columns), LEGACY and ANSI, prefix evaluation on and off.
 #[test]
 #[ignore]
 fn timing_prefix_vs_refold() {
@@ -1029,22 +1031,37 @@ fn timing_prefix_vs_refold() {
             data.k.push(Some(p));
             data.d.push(Some(i as i64));
             data.x.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
-            data.y.push(None);
+            data.y.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
             data.f.push(None);
         }
     }
     let all = batches(&data, &mut rng);
-    let input: Vec<RecordBatch> = vec![concat_batches(&schema(), &all).unwrap()];
+    let one = concat_batches(&schema(), &all).unwrap();
     let input: Vec<RecordBatch> =
-        (0..input[0].num_rows()).step_by(8192).map(|o| input[0].slice(o, 8192.min(input[0].num_rows() - o))).collect();
-    for ansi in [false, true] {
-        let ws: Vec<W> =
-            [2, 6, 29, 89, 179].iter().map(|&n| W { f: F::Sum, arg: 2, frame: rows(B::P(n), B::CR), ansi }).collect();
-        for prefix in [true, false] {
-            let t = std::time::Instant::now();
-            let (out, _) = exec_window(&ws, prefix, input.clone(), 1 << 30);
-            let rows: usize = out.unwrap().iter().map(|b| b.num_rows()).sum();
-            eprintln!("{} rows x 5 horizons, ansi={ansi}, prefix={prefix}: {:?}", rows, t.elapsed());
+        (0..one.num_rows()).step_by(8192).map(|o| one.slice(o, 8192.min(one.num_rows() - o))).collect();
+    for widths in [[2u64, 6, 29, 89, 179], [8, 24, 116, 356, 716]] {
+        for measures in [vec![2usize], vec![2, 3, 2]] {
+            for ansi in [false, true] {
+                let mut ws = vec![];
+                for (m, &arg) in measures.iter().enumerate() {
+                    for &n in &widths {
+                        // The third measure is x + 0 rows apart: a distinct frame set over the same column, as a
+                        // separate measure would be (its prefix is shared, its frames are not).
+                        let lo = if m == 2 { B::P(n + 1) } else { B::P(n) };
+                        ws.push(W { f: F::Sum, arg, frame: rows(lo, B::CR), ansi });
+                    }
+                }
+                for prefix in [true, false] {
+                    let t = std::time::Instant::now();
+                    let (out, _) = exec_window(&ws, prefix, input.clone(), 1 << 30);
+                    let rows: usize = out.unwrap().iter().map(|b| b.num_rows()).sum();
+                    eprintln!(
+                        "{rows} rows, widths {widths:?}, {} columns, ansi={ansi}, prefix={prefix}: {:?}",
+                        ws.len(),
+                        t.elapsed()
+                    );
+                }
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use datafusion_common::Result;
 
 use crate::error::plan_error;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Bound {
     UnboundedPreceding,
     Preceding(u64),
@@ -15,13 +15,13 @@ pub enum Bound {
     UnboundedFollowing,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FrameUnit {
     Rows,
     Range,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub unit: FrameUnit,
     pub lower: Bound,
@@ -81,6 +81,20 @@ impl Frame {
         let n = layout.len;
         let mut starts = Vec::with_capacity(n);
         let mut ends = Vec::with_capacity(n);
+        if self.unit == FrameUnit::Rows {
+            if let (Some(lo), Some(hi)) = (self.lower_offset(), self.upper_offset()) {
+                // The sliding case, in plain arithmetic: [i + lo, i + hi + 1) clamped to the partition.
+                for part in &layout.partitions {
+                    let (ps, pe) = (part.start as i64, part.end as i64);
+                    for r in ps..pe {
+                        let s = (r + lo).clamp(ps, pe);
+                        starts.push(s as usize);
+                        ends.push((r + hi + 1).clamp(s, pe) as usize);
+                    }
+                }
+                return (starts, ends);
+            }
+        }
         for part in &layout.partitions {
             let (ps, pe) = (part.start as i64, part.end as i64);
             for i in part.clone() {

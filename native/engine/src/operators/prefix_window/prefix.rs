@@ -47,35 +47,37 @@ impl Prefix {
     /// `exact`: keep 128-bit prefixes (needed by ANSI sums and averages).
     pub fn new(values: &Int64Array, exact: bool) -> Self {
         let n = values.len();
-        let mut counts = Vec::with_capacity(n + 1);
-        counts.push(0u64);
-        let raw = values.values();
-        let nulls = values.nulls();
-        let mut c = 0u64;
-        for i in 0..n {
-            c += nulls.is_none_or(|b| b.is_valid(i)) as u64;
-            counts.push(c);
-        }
         // NULL slots of an Arrow array may hold any value: read them as 0.
-        let value = |i: usize| if nulls.is_none_or(|b| b.is_valid(i)) { raw[i] } else { 0 };
+        let (zeroed, valid): (Vec<i64>, Vec<bool>) = match values.nulls() {
+            None => (values.values().to_vec(), vec![true; n]),
+            Some(nulls) => {
+                values.values().iter().zip(nulls.iter()).map(|(&v, ok)| if ok { (v, true) } else { (0, false) }).unzip()
+            }
+        };
+        let counts: Vec<u64> = std::iter::once(0)
+            .chain(valid.iter().scan(0u64, |c, &ok| {
+                *c += ok as u64;
+                Some(*c)
+            }))
+            .collect();
         let sums = if exact {
-            let mut p = Vec::with_capacity(n + 1);
-            let mut acc = 0i128;
-            p.push(acc);
-            for i in 0..n {
-                acc += value(i) as i128;
-                p.push(acc);
-            }
-            PrefixSums::Exact(p)
+            PrefixSums::Exact(
+                std::iter::once(0)
+                    .chain(zeroed.iter().scan(0i128, |acc, &v| {
+                        *acc += v as i128;
+                        Some(*acc)
+                    }))
+                    .collect(),
+            )
         } else {
-            let mut p = Vec::with_capacity(n + 1);
-            let mut acc = 0i64;
-            p.push(acc);
-            for i in 0..n {
-                acc = acc.wrapping_add(value(i));
-                p.push(acc);
-            }
-            PrefixSums::Wrapping(p)
+            PrefixSums::Wrapping(
+                std::iter::once(0)
+                    .chain(zeroed.iter().scan(0i64, |acc, &v| {
+                        *acc = acc.wrapping_add(v);
+                        Some(*acc)
+                    }))
+                    .collect(),
+            )
         };
         Self { sums, counts }
     }
@@ -101,18 +103,13 @@ impl Prefix {
             };
             overflow_at = first_overflow(p, parts, starts, ends);
         }
-        let n = starts.len();
-        let mut values = Vec::with_capacity(n);
-        let mut valid = Vec::with_capacity(n);
-        for (&s, &e) in starts.iter().zip(ends) {
-            let has = self.count(s, e) > 0;
-            valid.push(has);
-            values.push(match &self.sums {
-                PrefixSums::Wrapping(p) => p[e].wrapping_sub(p[s]),
-                // Truncation to 64 bits is the wrapped result (LEGACY); under ANSI the value fits (checked above).
-                PrefixSums::Exact(p) => (p[e] - p[s]) as i64,
-            });
-        }
+        let c = &self.counts;
+        let valid: Vec<bool> = starts.iter().zip(ends).map(|(&s, &e)| c[e] != c[s]).collect();
+        let values: Vec<i64> = match &self.sums {
+            PrefixSums::Wrapping(p) => starts.iter().zip(ends).map(|(&s, &e)| p[e].wrapping_sub(p[s])).collect(),
+            // Truncation to 64 bits is the wrapped result (LEGACY); under ANSI the value fits (checked above).
+            PrefixSums::Exact(p) => starts.iter().zip(ends).map(|(&s, &e)| (p[e] - p[s]) as i64).collect(),
+        };
         Ok((Int64Array::new(values.into(), Some(valid.into())), overflow_at))
     }
 }

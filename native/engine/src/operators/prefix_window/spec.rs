@@ -1,5 +1,6 @@
 //! What one window operator evaluates (decoded from the proto and checked against Spark's result types), and
 //! the evaluation of a chunk of complete partitions.
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -323,10 +324,21 @@ impl WindowSpec {
             prefixes.push(prefix);
         }
 
+        // Frame bounds once per distinct frame, shared by every expression over it.
+        let mut frames: HashMap<Frame, (Vec<usize>, Vec<usize>)> = HashMap::new();
+        for x in &self.exprs {
+            if matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max) {
+                frames.entry(x.frame).or_insert_with(|| x.frame.bounds(&layout));
+            }
+        }
         let mut out = Vec::with_capacity(self.exprs.len());
         let mut overflow_at: Option<usize> = None;
         for x in &self.exprs {
-            let (column, overflow) = self.evaluate_expr(x, chunk, &layout, &values, &prefixes, counters)?;
+            let bounds = |f: Frame| {
+                let (s, e) = &frames[&f];
+                (s.as_slice(), e.as_slice())
+            };
+            let (column, overflow) = self.evaluate_expr(x, chunk, &layout, &values, &prefixes, bounds, counters)?;
             out.push(column);
             overflow_at = match (overflow_at, overflow) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -336,13 +348,15 @@ impl WindowSpec {
         Ok((out, overflow_at))
     }
 
-    fn evaluate_expr(
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate_expr<'a>(
         &self,
         x: &WindowExpr,
         chunk: &RecordBatch,
         layout: &Layout,
         values: &[ArrayRef],
         prefixes: &[Option<Prefix>],
+        bounds: impl Fn(Frame) -> (&'a [usize], &'a [usize]),
         counters: &FrameCounters,
     ) -> Result<(ArrayRef, Option<usize>)> {
         let n = layout.len;
@@ -371,23 +385,23 @@ impl WindowSpec {
             }
             Function::Min | Function::Max => {
                 let v = x.args[0].evaluate(chunk)?.into_array(n)?;
-                let (s, e) = x.frame.bounds(layout);
-                extrema::min_max(&v, parts, &s, &e, x.function == Function::Max)?
+                let (s, e) = bounds(x.frame);
+                extrema::min_max(&v, parts, s, e, x.function == Function::Max)?
             }
             Function::Count => {
-                let (s, e) = x.frame.bounds(layout);
+                let (s, e) = bounds(x.frame);
                 match (x.args.len(), measure) {
                     (0, _) => {
                         counters.prefix.add(n);
-                        Arc::new(Int64Array::from_iter_values(s.iter().zip(&e).map(|(s, e)| (e - s) as i64)))
+                        Arc::new(Int64Array::from_iter_values(s.iter().zip(e).map(|(s, e)| (e - s) as i64)))
                     }
                     (_, Some((_, Some(p)))) => {
                         counters.prefix.add(n);
-                        Arc::new(Int64Array::from_iter_values(s.iter().zip(&e).map(|(&s, &e)| p.count(s, e) as i64)))
+                        Arc::new(Int64Array::from_iter_values(s.iter().zip(e).map(|(&s, &e)| p.count(s, e) as i64)))
                     }
                     (_, Some((v, None))) => {
                         counters.refold.add(n);
-                        Arc::new(refold::count_add_retract(v.as_ref(), &s, &e))
+                        Arc::new(refold::count_add_retract(v.as_ref(), s, e))
                     }
                     _ => {
                         // count(a, b, ...): rows where every argument is non-null.
@@ -398,39 +412,39 @@ impl WindowSpec {
                         }
                         let marks = Int8Array::new(vec![0; n].into(), nulls);
                         counters.refold.add(n);
-                        Arc::new(refold::count_add_retract(&marks, &s, &e))
+                        Arc::new(refold::count_add_retract(&marks, s, e))
                     }
                 }
             }
             Function::Sum => {
                 let (v, prefix) = measure.expect("SUM has a measure");
-                let (s, e) = x.frame.bounds(layout);
+                let (s, e) = bounds(x.frame);
                 if is_integral(v.data_type()) {
                     if let Some(p) = prefix {
                         counters.prefix.add(n);
-                        let (sums, overflow) = p.sum(parts, &s, &e, x.ansi)?;
+                        let (sums, overflow) = p.sum(parts, s, e, x.ansi)?;
                         overflow_at = overflow;
                         Arc::new(sums)
                     } else {
                         counters.refold.add(n);
                         let longs = cast(v, &DataType::Int64)?;
                         if x.ansi {
-                            let (sums, overflow) = refold::sum_refold(longs.as_primitive(), &s, &e, true);
+                            let (sums, overflow) = refold::sum_refold(longs.as_primitive(), s, e, true);
                             overflow_at = overflow;
                             Arc::new(sums)
                         } else {
-                            Arc::new(refold::sum_add_retract(longs.as_primitive(), &s, &e))
+                            Arc::new(refold::sum_add_retract(longs.as_primitive(), s, e))
                         }
                     }
                 } else {
                     counters.refold.add(n);
                     let doubles = cast(v, &DataType::Float64)?;
-                    Arc::new(refold::sum_double(doubles.as_primitive(), &s, &e))
+                    Arc::new(refold::sum_double(doubles.as_primitive(), s, e))
                 }
             }
             Function::Avg => {
                 let (v, prefix) = measure.expect("AVG has a measure");
-                let (s, e) = x.frame.bounds(layout);
+                let (s, e) = bounds(x.frame);
                 let doubles = cast(v, &DataType::Float64)?;
                 let doubles: &Float64Array = doubles.as_primitive();
                 let mut out = vec![0f64; n];
@@ -452,13 +466,13 @@ impl WindowSpec {
                                 }
                             } else {
                                 counters.refold.add(part.len());
-                                refold::avg_double(doubles, part.clone(), &s, &e, &mut out, &mut ok);
+                                refold::avg_double(doubles, part.clone(), s, e, &mut out, &mut ok);
                             }
                         }
                     }
                     _ => {
                         counters.refold.add(n);
-                        refold::avg_double(doubles, 0..n, &s, &e, &mut out, &mut ok);
+                        refold::avg_double(doubles, 0..n, s, e, &mut out, &mut ok);
                     }
                 }
                 Arc::new(Float64Array::new(out.into(), Some(ok.into())))
