@@ -169,6 +169,8 @@ enum F {
     Sum,
     Count,
     CountStar,
+    /// count(x, f): rows where both are non-null.
+    Count2,
     Avg,
     Min,
     Max,
@@ -190,7 +192,7 @@ fn arg_type(arg: usize) -> DataType {
 fn result_type(w: &W) -> DataType {
     match w.f {
         F::RowNumber | F::Rank | F::DenseRank => DataType::Int32,
-        F::Count | F::CountStar => DataType::Int64,
+        F::Count | F::CountStar | F::Count2 => DataType::Int64,
         F::Avg => DataType::Float64,
         F::Sum if arg_type(w.arg) == DataType::Float64 => DataType::Float64,
         F::Sum => DataType::Int64,
@@ -209,6 +211,7 @@ fn pb_window_expr(w: &W, i: usize) -> pb::WindowExpr {
         F::Sum => (Wf::Sum, vec![w.arg], 0),
         F::Count => (Wf::Count, vec![w.arg], 0),
         F::CountStar => (Wf::Count, vec![], 0),
+        F::Count2 => (Wf::Count, vec![2, 4], 0),
         F::Avg => (Wf::Avg, vec![w.arg], 0),
         F::Min => (Wf::Min, vec![w.arg], 0),
         F::Max => (Wf::Max, vec![w.arg], 0),
@@ -395,6 +398,9 @@ fn reference(data: &Data, w: &W) -> std::result::Result<ArrayRef, Overflow> {
                     }
                 }
                 F::CountStar => i64s.push(Some((e - s) as i64)),
+                F::Count2 => {
+                    i64s.push(Some((s..e).filter(|&j| data.x[j].is_some() && data.f[j].is_some()).count() as i64))
+                }
                 F::Count => {
                     let c = match w.arg {
                         4 => fs[s..e].iter().filter(|v| v.is_some()).count(),
@@ -594,6 +600,7 @@ fn aggregates(frame: Fr, ansi: bool) -> Vec<W> {
         w(F::Count, 2),
         w(F::Count, 4),
         w(F::CountStar, 2),
+        w(F::Count2, 2),
         w(F::Avg, 2),
         w(F::Avg, 3),
         w(F::Avg, 4),
