@@ -1072,3 +1072,40 @@ fn timing_prefix_vs_refold() {
         }
     }
 }
+
+#[test]
+fn window_over_a_native_sort() {
+    // Spark's plan shape: Sort(k, d) → Window. Shuffled input, same answer as over pre-sorted input.
+    let mut rng = StdRng::seed_from_u64(13);
+    let data = gen(&mut rng, 8, 25, Values::Small, false);
+    let ws: Vec<W> = aggregates(rows(B::P(3), B::CR), true);
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let sorted_input = batches(&data, &mut rng);
+    let expected = run(&window_plan(exprs.clone(), true, 32), sorted_input.clone()).unwrap();
+
+    let all = concat_batches(&schema(), &sorted_input).unwrap();
+    let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let shuffled = arrow::compute::take_record_batch(&all, &arrow::array::UInt32Array::from(order)).unwrap();
+    let mut p = window_plan(exprs, true, 32);
+    let window = p.root.take().unwrap();
+    let sort = op(
+        2,
+        pb::operator::Kind::Sort(pb::Sort {
+            order: vec![
+                pb::SortOrder { child: Some(col(0, &DataType::Int32)), ascending: true, nulls_first: true },
+                pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true },
+            ],
+            fetch: 0,
+        }),
+        window.children,
+    );
+    p.root = Some(pb::Operator { children: vec![sort], ..window });
+    let got = run(&p, vec![shuffled.slice(0, 50), shuffled.slice(50, shuffled.num_rows() - 50)]).unwrap();
+    assert_eq!(got.num_rows(), expected.num_rows());
+    for c in 0..expected.num_columns() {
+        assert_eq!(got.column(c).to_data(), expected.column(c).to_data(), "column {c}");
+    }
+}
