@@ -166,6 +166,7 @@ enum F {
     DenseRank,
     Lag(i64),
     Lead(i64),
+    LagIgnoreNulls(i64),
     Sum,
     Count,
     CountStar,
@@ -196,7 +197,7 @@ fn result_type(w: &W) -> DataType {
         F::Avg => DataType::Float64,
         F::Sum if arg_type(w.arg) == DataType::Float64 => DataType::Float64,
         F::Sum => DataType::Int64,
-        F::Lag(_) | F::Lead(_) | F::Min | F::Max => arg_type(w.arg),
+        F::Lag(_) | F::Lead(_) | F::LagIgnoreNulls(_) | F::Min | F::Max => arg_type(w.arg),
     }
 }
 
@@ -208,6 +209,7 @@ fn pb_window_expr(w: &W, i: usize) -> pb::WindowExpr {
         F::DenseRank => (Wf::DenseRank, vec![], 0),
         F::Lag(n) => (Wf::Lag, vec![w.arg], n),
         F::Lead(n) => (Wf::Lead, vec![w.arg], n),
+        F::LagIgnoreNulls(n) => (Wf::Lag, vec![w.arg], n),
         F::Sum => (Wf::Sum, vec![w.arg], 0),
         F::Count => (Wf::Count, vec![w.arg], 0),
         F::CountStar => (Wf::Count, vec![], 0),
@@ -228,7 +230,7 @@ fn pb_window_expr(w: &W, i: usize) -> pb::WindowExpr {
         }),
         result_type: Some(pb_type(&result_type(w))),
         eval_mode: if w.ansi { pb::EvalMode::Ansi } else { pb::EvalMode::Legacy } as i32,
-        ignore_nulls: false,
+        ignore_nulls: matches!(w.f, F::LagIgnoreNulls(_)),
         name: format!("w{i}"),
     }
 }
@@ -395,6 +397,20 @@ fn reference(data: &Data, w: &W) -> std::result::Result<ArrayRef, Overflow> {
                         2 => i64s.push(if inside { data.x[t as usize] } else { None }),
                         3 => i32s.push(if inside { data.y[t as usize] } else { None }),
                         _ => f64s.push(if inside { data.f[t as usize] } else { None }),
+                    }
+                }
+                F::LagIgnoreNulls(k) => {
+                    // The k-th earlier row of the partition with a non-null value (k = 0: the current row).
+                    let valid = |j: usize| match w.arg {
+                        2 => data.x[j].is_some(),
+                        3 => data.y[j].is_some(),
+                        _ => data.f[j].is_some(),
+                    };
+                    let target = if k == 0 { Some(i) } else { (ps..i).rev().filter(|&j| valid(j)).nth(k as usize - 1) };
+                    match w.arg {
+                        2 => i64s.push(target.and_then(|t| data.x[t])),
+                        3 => i32s.push(target.and_then(|t| data.y[t])),
+                        _ => f64s.push(target.and_then(|t| data.f[t])),
                     }
                 }
                 F::CountStar => i64s.push(Some((e - s) as i64)),
@@ -735,9 +751,18 @@ fn ranking_and_offset_functions() {
             W { f: F::Rank, arg: 2, frame: any, ansi: false },
             W { f: F::DenseRank, arg: 2, frame: any, ansi: false },
         ];
-        for (f, arg) in
-            [(F::Lag(1), 2), (F::Lag(3), 3), (F::Lead(1), 4), (F::Lead(2), 2), (F::Lag(0), 2), (F::Lag(-1), 3)]
-        {
+        for (f, arg) in [
+            (F::Lag(1), 2),
+            (F::Lag(3), 3),
+            (F::Lead(1), 4),
+            (F::Lead(2), 2),
+            (F::Lag(0), 2),
+            (F::Lag(-1), 3),
+            (F::LagIgnoreNulls(1), 2),
+            (F::LagIgnoreNulls(2), 4),
+            (F::LagIgnoreNulls(3), 3),
+            (F::LagIgnoreNulls(0), 2),
+        ] {
             ws.push(W { f, arg, frame: any, ansi: false });
         }
         assert!(!check(&data, &ws, &mut rng, &format!("ranking ties={ties}")));
@@ -810,10 +835,16 @@ fn unsupported_shapes_are_plan_errors() {
     // Lower bound after the upper bound.
     let x = pb_window_expr(&W { frame: rows(B::F(2), B::F(1)), ..base }, 0);
     assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
-    // IGNORE NULLS.
-    let mut x = pb_window_expr(&W { f: F::Lag(1), ..base }, 0);
+    // LEAD ... IGNORE NULLS (Spark asserts offset <= partition length there), and IGNORE NULLS on aggregates.
+    let mut x = pb_window_expr(&W { f: F::Lead(1), ..base }, 0);
     x.ignore_nulls = true;
     assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    let mut x = pb_window_expr(&base, 0);
+    x.ignore_nulls = true;
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    let mut x = pb_window_expr(&W { f: F::Lag(1), ..base }, 0);
+    x.ignore_nulls = true;
+    assert!(try_plan(x).is_ok());
     // try_sum.
     let mut x = pb_window_expr(&base, 0);
     x.eval_mode = pb::EvalMode::Try as i32;

@@ -47,3 +47,31 @@ pub fn shift(layout: &Layout, values: &ArrayRef, shift: i64, default: &ArrayRef)
     }
     Ok(take(&both, &UInt32Array::from(idx), None)?)
 }
+
+/// `lag(x, n) IGNORE NULLS` for `n > 0`: the value of the n-th row before the current one, within the partition,
+/// whose `x` is not null; else the default (Spark's `FrameLessOffsetWindowFunctionFrame` with `ignoreNulls`).
+pub fn lag_ignore_nulls(layout: &Layout, values: &ArrayRef, n: usize, default: &ArrayRef) -> Result<ArrayRef> {
+    let len = layout.len;
+    let both = concat(&[values.as_ref(), default.as_ref()])?;
+    let nulls = values.logical_nulls();
+    let valid = |i: usize| nulls.as_ref().is_none_or(|b| b.is_valid(i));
+    // Positions of the non-null rows, and for every row how many come before it.
+    let mut non_null: Vec<u32> = Vec::new();
+    let mut before = Vec::with_capacity(len + 1);
+    for i in 0..len {
+        before.push(non_null.len());
+        if valid(i) {
+            non_null.push(i as u32);
+        }
+    }
+    before.push(non_null.len());
+    let mut idx = Vec::with_capacity(len);
+    for p in &layout.partitions {
+        let first = before[p.start];
+        for i in p.clone() {
+            let c = before[i];
+            idx.push(if c >= first + n { non_null[c - n] } else { (len + i) as u32 });
+        }
+    }
+    Ok(take(&both, &UInt32Array::from(idx), None)?)
+}

@@ -52,6 +52,8 @@ pub struct WindowExpr {
     pub frame: Frame,
     pub result_type: DataType,
     pub ansi: bool,
+    /// LAG ... IGNORE NULLS.
+    pub ignore_nulls: bool,
 }
 
 impl WindowExpr {
@@ -192,8 +194,18 @@ impl WindowSpec {
                 Err(plan_error(format!("{function:?} takes {n} argument(s), got {}", args.len())))
             }
         };
-        if x.ignore_nulls {
+        // IGNORE NULLS: natively only for LAG with a positive offset (Spark's LEAD ... IGNORE NULLS asserts that
+        // the offset is at most the partition's length, an internal error not reproduced here).
+        if x.ignore_nulls && !matches!(function, Function::Lag | Function::Lead) {
             return Err(plan_error(format!("{function:?} IGNORE NULLS is not supported natively")));
+        }
+        // Offset 0 is the current row, nulls or not.
+        let ignore_nulls = x.ignore_nulls && x.offset != 0;
+        if ignore_nulls && !(function == Function::Lag && x.offset > 0) {
+            return Err(plan_error(format!(
+                "{function:?} IGNORE NULLS with offset {} is not supported natively",
+                x.offset
+            )));
         }
         let (frame, expected) = match function {
             Function::RowNumber | Function::Rank | Function::DenseRank => {
@@ -240,8 +252,18 @@ impl WindowSpec {
         }
         let default = x.default_value.as_ref().map(|d| create_expr(d, schema)).transpose()?;
         let ansi = mode == pb::EvalMode::Ansi;
-        let mut expr =
-            WindowExpr { name, function, args, measure: None, offset: x.offset, default, frame, result_type, ansi };
+        let mut expr = WindowExpr {
+            name,
+            function,
+            args,
+            measure: None,
+            offset: x.offset,
+            default,
+            frame,
+            result_type,
+            ansi,
+            ignore_nulls,
+        };
         if matches!(function, Function::Sum | Function::Avg | Function::Count) && expr.args.len() == 1 {
             let key = x.args[0].clone();
             let integral = expr.integral_measure(schema)?;
@@ -380,8 +402,12 @@ impl WindowSpec {
                     }
                     None => new_null_array(v.data_type(), n),
                 };
-                let shift = if x.function == Function::Lag { x.offset.saturating_neg() } else { x.offset };
-                ranking::shift(layout, &v, shift, &default)?
+                if x.ignore_nulls {
+                    ranking::lag_ignore_nulls(layout, &v, x.offset as usize, &default)?
+                } else {
+                    let shift = if x.function == Function::Lag { x.offset.saturating_neg() } else { x.offset };
+                    ranking::shift(layout, &v, shift, &default)?
+                }
             }
             Function::Min | Function::Max => {
                 let v = x.args[0].evaluate(chunk)?.into_array(n)?;
