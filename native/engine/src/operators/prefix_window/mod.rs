@@ -15,7 +15,8 @@
 //!   the rows Spark would produce before the first overflowing frame (row-exact under a LIMIT); AVG uses the
 //!   prefix only where the double fold is provably exact (partition Σ|v| ≤ 2^53), else re-folds;
 //! * floating-point `SUM` / `AVG` re-fold each frame in Spark's order ([`refold`]); `MIN` / `MAX` use monotonic
-//!   deques ([`extrema`]); `row_number`, `rank`, `dense_rank`, `lag`, `lead` in [`ranking`].
+//!   deques ([`extrema`]); `row_number`, `rank`, `dense_rank`, `lag` (also IGNORE NULLS), `lead` in
+//!   [`ranking`].
 //!
 //! With prefix evaluation switched off (`Window.prefix_enabled = false`, the benchmark baseline), LEGACY integral
 //! sums and counts use one add-and-retract accumulator per frame and ANSI sums a frame-by-frame checked fold.
