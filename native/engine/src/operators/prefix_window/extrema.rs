@@ -1,0 +1,130 @@
+//! Sliding MIN / MAX with monotonic deques: O(1) amortized per row for every frame shape, and the same value
+//! Spark's fold keeps — among equal values (e.g. -0.0 and 0.0, which Spark's ordering treats as equal) the
+//! frame's first one, because `greatest(max, v)` only replaces on a strictly greater `v`.
+use std::cmp::Ordering;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray};
+use arrow::datatypes::{self as t, DataType};
+use datafusion_common::Result;
+
+use super::prefix::MonotonicQueue;
+use crate::error::plan_error;
+
+/// Spark's ordering of a primitive type: natural for integers; for floats -0.0 = 0.0 and NaN is the largest
+/// (`SQLOrderingUtil.compareDoubles`).
+pub trait SparkOrd: Copy {
+    fn spark_cmp(self, other: Self) -> Ordering;
+}
+
+macro_rules! int_ord {
+    ($($t:ty),*) => {$(impl SparkOrd for $t {
+        fn spark_cmp(self, other: Self) -> Ordering { self.cmp(&other) }
+    })*};
+}
+int_ord!(i8, i16, i32, i64);
+
+macro_rules! float_ord {
+    ($($t:ty),*) => {$(impl SparkOrd for $t {
+        fn spark_cmp(self, other: Self) -> Ordering {
+            if self == other {
+                Ordering::Equal
+            } else {
+                match (self.is_nan(), other.is_nan()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Greater,
+                    (false, true) => Ordering::Less,
+                    _ => self.partial_cmp(&other).unwrap(),
+                }
+            }
+        }
+    })*};
+}
+float_ord!(f32, f64);
+
+/// Whether MIN/MAX over this type is evaluated natively.
+pub fn supported(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Timestamp(t::TimeUnit::Microsecond, _)
+    )
+}
+
+fn extreme<T: ArrowPrimitiveType>(
+    arr: &PrimitiveArray<T>,
+    parts: &[Range<usize>],
+    starts: &[usize],
+    ends: &[usize],
+    max: bool,
+) -> ArrayRef
+where
+    T::Native: SparkOrd,
+{
+    let raw = arr.values();
+    let n = arr.len();
+    let mut out = Vec::with_capacity(n);
+    let mut ok = Vec::with_capacity(n);
+    // keeps(older, newer): the older value stays ahead unless the newer one is strictly better.
+    let mut q = MonotonicQueue::new(move |older: T::Native, newer: T::Native| {
+        let c = newer.spark_cmp(older);
+        if max {
+            c != Ordering::Greater
+        } else {
+            c != Ordering::Less
+        }
+    });
+    for part in parts {
+        q.clear();
+        let mut next = part.start;
+        for i in part.clone() {
+            let (s, e) = (starts[i], ends[i]);
+            next = next.max(s);
+            while next < e {
+                if arr.is_valid(next) {
+                    q.push(next, raw[next]);
+                }
+                next += 1;
+            }
+            q.evict_before(s);
+            if q.is_empty() {
+                out.push(T::Native::default());
+                ok.push(false);
+            } else {
+                out.push(q.front().1);
+                ok.push(true);
+            }
+        }
+    }
+    Arc::new(PrimitiveArray::<T>::new(out.into(), Some(ok.into())).with_data_type(arr.data_type().clone()))
+}
+
+/// MIN (`max == false`) or MAX of every frame.
+pub fn min_max(
+    values: &ArrayRef,
+    parts: &[Range<usize>],
+    starts: &[usize],
+    ends: &[usize],
+    max: bool,
+) -> Result<ArrayRef> {
+    Ok(match values.data_type() {
+        DataType::Int8 => extreme(values.as_primitive::<t::Int8Type>(), parts, starts, ends, max),
+        DataType::Int16 => extreme(values.as_primitive::<t::Int16Type>(), parts, starts, ends, max),
+        DataType::Int32 => extreme(values.as_primitive::<t::Int32Type>(), parts, starts, ends, max),
+        DataType::Int64 => extreme(values.as_primitive::<t::Int64Type>(), parts, starts, ends, max),
+        DataType::Float32 => extreme(values.as_primitive::<t::Float32Type>(), parts, starts, ends, max),
+        DataType::Float64 => extreme(values.as_primitive::<t::Float64Type>(), parts, starts, ends, max),
+        DataType::Date32 => extreme(values.as_primitive::<t::Date32Type>(), parts, starts, ends, max),
+        DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
+            extreme(values.as_primitive::<t::TimestampMicrosecondType>(), parts, starts, ends, max)
+        }
+        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
+    })
+}

@@ -1,0 +1,42 @@
+//! Ember's window operator: Spark's `WindowExec` over input sorted by (partition keys, order keys), every
+//! window expression over one (partition, order) spec in one pass, with **prefix-difference evaluation** of
+//! integral sliding aggregates.
+//!
+//! # Algorithm
+//! Input batches are buffered until partitions are complete (a row with other partition keys, or the end);
+//! each chunk of complete partitions is concatenated once and evaluated column-wise ([`spec`]):
+//! * every frame becomes a half-open row range `[start, end)` per row ([`frames`]): ROWS frames of every bound
+//!   shape, RANGE frames bounded by UNBOUNDED / CURRENT ROW (peer groups); RANGE value offsets are a plan error;
+//! * integral `SUM` / `COUNT` / `AVG` read one running prefix of sums and of non-null counts per measure
+//!   ([`prefix`]), shared by every horizon over that measure: a frame costs two lookups, so H horizons cost
+//!   H + 2 per row instead of Σ frame widths. LEGACY sums wrap in 64 bits (bit-identical to Spark's wrapping
+//!   fold); ANSI sums keep exact 128-bit prefixes and raise `ARITHMETIC_OVERFLOW` exactly when one of the partial
+//!   sums Spark's frame fold computes leaves the 64-bit range (sliding max / min of the prefix), after handing out
+//!   the rows Spark would produce before the first overflowing frame (row-exact under a LIMIT); AVG uses the
+//!   prefix only where the double fold is provably exact (partition Σ|v| ≤ 2^53), else re-folds;
+//! * floating-point `SUM` / `AVG` re-fold each frame in Spark's order ([`refold`]); `MIN` / `MAX` use monotonic
+//!   deques ([`extrema`]); `row_number`, `rank`, `dense_rank`, `lag` (also IGNORE NULLS), `lead` in
+//!   [`ranking`].
+//!
+//! With prefix evaluation switched off (`Window.prefix_enabled = false`, the benchmark baseline), LEGACY integral
+//! sums and counts use one add-and-retract accumulator per frame and ANSI sums a frame-by-frame checked fold.
+//! Metrics `prefix_frames` / `refold_frames` count SUM / COUNT / AVG frames evaluated each way.
+//!
+//! # Memory
+//! The rows of the open partition are held (and reserved through the memory pool) until it completes; a chunk of
+//! complete partitions lives only while it is evaluated, and is reserved with an estimate of its scratch
+//! (prefixes, frame bounds, output columns: O(rows × (measures + expressions))) for that time. Output batches are
+//! slices of the evaluated chunk, handed on as they are pulled. A partition larger than the pool grants is a
+//! `ResourcesExhausted` error: partitions cannot spill yet.
+mod exec;
+pub mod extrema;
+pub mod frames;
+pub mod prefix;
+pub mod ranking;
+pub mod refold;
+pub mod spec;
+mod stream;
+
+pub use exec::PrefixWindowExec;
+pub use frames::{Bound, Frame, FrameUnit};
+pub use spec::{Function, WindowSpec};

@@ -1,0 +1,1142 @@
+//! The native window operator against a straightforward reference written here with Spark's semantics: for
+//! every output row, fold the row's frame from its first row (`Math.addExact` under ANSI, wrapping otherwise,
+//! `0.0 + (double) v …` for averages), on random data — nullable measures, all-null frames, partitions shorter
+//! than the frame, n = 0, FOLLOWING bounds, values near Long.MaxValue, several horizons at once — with prefix
+//! evaluation on and off. Also compared with DataFusion's own `BoundedWindowAggExec` where the types agree.
+mod common;
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use common::*;
+use datafusion_common::{DataFusionError, Result};
+use ember_engine::error::find_spark_error;
+use ember_engine::execution::NativePlan;
+use ember_engine::memory::FixedBroker;
+use ember_engine::proto as pb;
+use prost::Message;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+// ---------------------------------------------------------------------------------------------------------
+// Input: k (partition, INT, sorted, one NULL partition first), d (order, BIGINT), x BIGINT, y INT, f DOUBLE.
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int32, true),
+        Field::new("d", DataType::Int64, true),
+        Field::new("x", DataType::Int64, true),
+        Field::new("y", DataType::Int32, true),
+        Field::new("f", DataType::Float64, true),
+    ]))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Values {
+    Small,
+    /// Near ±Long.MaxValue and anywhere in the 64-bit range: running prefixes overflow all the time.
+    Huge,
+    /// ±(2^62 .. 2^62 + 2^61) mixed with small values: two same-signed big values overflow, mixed ones may not.
+    Edge(f64),
+}
+
+struct Data {
+    k: Vec<Option<i32>>,
+    d: Vec<Option<i64>>,
+    x: Vec<Option<i64>>,
+    y: Vec<Option<i32>>,
+    f: Vec<Option<f64>>,
+}
+
+fn gen(rng: &mut StdRng, partitions: usize, max_len: usize, values: Values, ties: bool) -> Data {
+    let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
+    let null_rate = rng.random_range(0.0..0.6);
+    for p in 0..partitions {
+        let len = rng.random_range(1..=max_len);
+        // Some partitions are all NULL in the measures.
+        let all_null = rng.random_bool(0.1);
+        for i in 0..len {
+            data.k.push(if p == 0 { None } else { Some(p as i32 * 3) });
+            data.d.push(Some(if ties { (i / 3) as i64 } else { i as i64 * 10 }));
+            let null = all_null || rng.random_bool(null_rate);
+            let x = match values {
+                Values::Small => rng.random_range(-1000..1000),
+                Values::Huge => match rng.random_range(0..4) {
+                    0 => i64::MAX - rng.random_range(0..1000),
+                    1 => i64::MIN + rng.random_range(0..1000),
+                    2 => rng.random(),
+                    _ => rng.random_range(-5..5),
+                },
+                Values::Edge(big) => {
+                    if rng.random_bool(big) {
+                        let v = (1i64 << 62) + rng.random_range(0..(1i64 << 61));
+                        if rng.random_bool(0.5) {
+                            v
+                        } else {
+                            -v
+                        }
+                    } else {
+                        rng.random_range(-1_000_000..1_000_000)
+                    }
+                }
+            };
+            data.x.push((!null).then_some(x));
+            data.y.push((!null && rng.random_bool(0.8)).then(|| rng.random()));
+            let f = match rng.random_range(0..10) {
+                0 => -0.0,
+                1 => 0.0,
+                2 => f64::NAN,
+                3 => 1e300,
+                _ => rng.random_range(-1e6..1e6) / 7.0,
+            };
+            data.f.push((!null && rng.random_bool(0.9)).then_some(f));
+        }
+    }
+    data
+}
+
+fn batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
+    let all = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int32Array::from(data.k.clone())),
+            Arc::new(Int64Array::from(data.d.clone())),
+            Arc::new(Int64Array::from(data.x.clone())),
+            Arc::new(Int32Array::from(data.y.clone())),
+            Arc::new(Float64Array::from(data.f.clone())),
+        ],
+    )
+    .unwrap();
+    // Random batch sizes (some empty) so partitions span batches.
+    let mut out = vec![];
+    let mut at = 0;
+    while at < all.num_rows() {
+        let len = rng.random_range(0..40).min(all.num_rows() - at);
+        out.push(all.slice(at, len));
+        at += len;
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Proto builders.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum B {
+    UP,
+    P(u64),
+    CR,
+    F(u64),
+    UF,
+}
+
+fn pb_bound(b: B) -> pb::FrameBound {
+    use pb::FrameBoundKind as K;
+    let (kind, offset) = match b {
+        B::UP => (K::UnboundedPreceding, 0),
+        B::P(n) => (K::Preceding, n),
+        B::CR => (K::CurrentRow, 0),
+        B::F(n) => (K::Following, n),
+        B::UF => (K::UnboundedFollowing, 0),
+    };
+    pb::FrameBound { kind: kind as i32, offset }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Fr {
+    range: bool,
+    lo: B,
+    hi: B,
+}
+
+fn rows(lo: B, hi: B) -> Fr {
+    Fr { range: false, lo, hi }
+}
+
+fn range(lo: B, hi: B) -> Fr {
+    Fr { range: true, lo, hi }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum F {
+    RowNumber,
+    Rank,
+    DenseRank,
+    Lag(i64),
+    Lead(i64),
+    LagIgnoreNulls(i64),
+    Sum,
+    Count,
+    CountStar,
+    /// count(x, f): rows where both are non-null.
+    Count2,
+    Avg,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct W {
+    f: F,
+    /// Argument column (2 = x, 3 = y, 4 = f).
+    arg: usize,
+    frame: Fr,
+    ansi: bool,
+}
+
+fn arg_type(arg: usize) -> DataType {
+    schema().field(arg).data_type().clone()
+}
+
+fn result_type(w: &W) -> DataType {
+    match w.f {
+        F::RowNumber | F::Rank | F::DenseRank => DataType::Int32,
+        F::Count | F::CountStar | F::Count2 => DataType::Int64,
+        F::Avg => DataType::Float64,
+        F::Sum if arg_type(w.arg) == DataType::Float64 => DataType::Float64,
+        F::Sum => DataType::Int64,
+        F::Lag(_) | F::Lead(_) | F::LagIgnoreNulls(_) | F::Min | F::Max => arg_type(w.arg),
+    }
+}
+
+fn pb_window_expr(w: &W, i: usize) -> pb::WindowExpr {
+    use pb::WindowFunction as Wf;
+    let (function, args, offset) = match w.f {
+        F::RowNumber => (Wf::RowNumber, vec![], 0),
+        F::Rank => (Wf::Rank, vec![], 0),
+        F::DenseRank => (Wf::DenseRank, vec![], 0),
+        F::Lag(n) => (Wf::Lag, vec![w.arg], n),
+        F::Lead(n) => (Wf::Lead, vec![w.arg], n),
+        F::LagIgnoreNulls(n) => (Wf::Lag, vec![w.arg], n),
+        F::Sum => (Wf::Sum, vec![w.arg], 0),
+        F::Count => (Wf::Count, vec![w.arg], 0),
+        F::CountStar => (Wf::Count, vec![], 0),
+        F::Count2 => (Wf::Count, vec![2, 4], 0),
+        F::Avg => (Wf::Avg, vec![w.arg], 0),
+        F::Min => (Wf::Min, vec![w.arg], 0),
+        F::Max => (Wf::Max, vec![w.arg], 0),
+    };
+    pb::WindowExpr {
+        function: function as i32,
+        args: args.iter().map(|&a| col(a as u32, &arg_type(a))).collect(),
+        offset,
+        default_value: None,
+        frame: Some(pb::WindowFrame {
+            frame_type: if w.frame.range { pb::FrameType::Range } else { pb::FrameType::Rows } as i32,
+            lower: Some(pb_bound(w.frame.lo)),
+            upper: Some(pb_bound(w.frame.hi)),
+        }),
+        result_type: Some(pb_type(&result_type(w))),
+        eval_mode: if w.ansi { pb::EvalMode::Ansi } else { pb::EvalMode::Legacy } as i32,
+        ignore_nulls: matches!(w.f, F::LagIgnoreNulls(_)),
+        name: format!("w{i}"),
+    }
+}
+
+fn window_plan(exprs: Vec<pb::WindowExpr>, prefix: bool, batch_size: u32) -> pb::Plan {
+    let s = schema();
+    let mut fields: Vec<Field> = s.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for x in &exprs {
+        let t = ember_engine::planner::types::required_type(&x.result_type).unwrap();
+        fields.push(Field::new(&x.name, t, true));
+    }
+    let window = pb::Window {
+        partition_by: vec![col(0, &DataType::Int32)],
+        order_by: vec![pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true }],
+        exprs,
+        prefix_enabled: prefix,
+    };
+    let mut p = plan(op(1, pb::operator::Kind::Window(window), vec![input(0, &s)]), &Arc::new(Schema::new(fields)));
+    p.config.as_mut().unwrap().batch_size = batch_size;
+    p
+}
+
+fn run(plan: &pb::Plan, input: Vec<RecordBatch>) -> Result<RecordBatch> {
+    let (rows, err) = run_until_error(plan, input);
+    match err {
+        Some(e) => Err(e),
+        None => Ok(rows),
+    }
+}
+
+/// The rows a consumer receives, and the error that ends them if any.
+fn run_until_error(plan: &pb::Plan, input: Vec<RecordBatch>) -> (RecordBatch, Option<DataFusionError>) {
+    let broker = Arc::new(FixedBroker::new(1 << 30));
+    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(input, schema())], broker.clone()).unwrap();
+    let schema = p.output_schema().clone();
+    let mut out = vec![];
+    let mut err = None;
+    loop {
+        match p.next_batch() {
+            Ok(Some(b)) => out.push(b),
+            Ok(None) => break,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    drop(p);
+    assert_eq!(broker.used(), 0, "memory returned");
+    (concat_batches(&schema, &out).unwrap(), err)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The reference: Spark's semantics, one frame at a time.
+
+fn spark_cmp(a: f64, b: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    if a == b {
+        return Equal;
+    }
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Equal,
+        (true, false) => Greater,
+        (false, true) => Less,
+        _ => a.partial_cmp(&b).unwrap(),
+    }
+}
+
+/// Partitions and (with order keys) peer groups of the input, by plain comparison of the rows.
+/// Half-open row ranges.
+type Spans = Vec<(usize, usize)>;
+
+fn groups(data: &Data) -> (Spans, Spans) {
+    let n = data.k.len();
+    let mut parts = vec![];
+    let mut peers = vec![];
+    let mut s = 0;
+    for i in 1..=n {
+        if i == n || data.k[i] != data.k[i - 1] {
+            parts.push((s, i));
+            s = i;
+        }
+    }
+    for &(ps, pe) in &parts {
+        let mut g = ps;
+        for i in ps + 1..=pe {
+            if i == pe || data.d[i] != data.d[i - 1] {
+                peers.push((g, i));
+                g = i;
+            }
+        }
+    }
+    (parts, peers)
+}
+
+fn frame_of(fr: &Fr, i: usize, part: (usize, usize), peer: (usize, usize)) -> (usize, usize) {
+    let (ps, pe) = (part.0 as i64, part.1 as i64);
+    let i = i as i64;
+    let lo = match fr.lo {
+        B::UP => ps,
+        B::P(n) => i - n as i64,
+        B::CR if fr.range => peer.0 as i64,
+        B::CR => i,
+        B::F(n) => i + n as i64,
+        B::UF => unreachable!(),
+    };
+    // Inclusive last row.
+    let hi = match fr.hi {
+        B::UP => unreachable!(),
+        B::P(n) => i - n as i64,
+        B::CR if fr.range => peer.1 as i64 - 1,
+        B::CR => i,
+        B::F(n) => i + n as i64,
+        B::UF => pe - 1,
+    };
+    let lo = lo.max(ps);
+    let hi = hi.min(pe - 1);
+    if lo > hi {
+        (0, 0)
+    } else {
+        (lo as usize, hi as usize + 1)
+    }
+}
+
+/// Spark's fold overflows in the frame of this row (the first such row: Spark raises when it produces it).
+#[derive(Debug, Clone, Copy)]
+struct Overflow(usize);
+
+fn reference(data: &Data, w: &W) -> std::result::Result<ArrayRef, Overflow> {
+    let n = data.k.len();
+    let (parts, peers) = groups(data);
+    let xs: Vec<Option<i64>> = match w.arg {
+        2 => data.x.clone(),
+        3 => data.y.iter().map(|v| v.map(i64::from)).collect(),
+        _ => vec![],
+    };
+    let fs: Vec<Option<f64>> = match w.arg {
+        2 => data.x.iter().map(|v| v.map(|v| v as f64)).collect(),
+        3 => data.y.iter().map(|v| v.map(f64::from)).collect(),
+        _ => data.f.clone(),
+    };
+    let mut i64s: Vec<Option<i64>> = vec![];
+    let mut i32s: Vec<Option<i32>> = vec![];
+    let mut f64s: Vec<Option<f64>> = vec![];
+    for &(ps, pe) in &parts {
+        for i in ps..pe {
+            let peer = *peers.iter().find(|g| g.0 <= i && i < g.1).unwrap();
+            let (s, e) = frame_of(&w.frame, i, (ps, pe), peer);
+            match w.f {
+                F::RowNumber => i32s.push(Some((i - ps + 1) as i32)),
+                F::Rank => i32s.push(Some((peer.0 - ps + 1) as i32)),
+                F::DenseRank => i32s.push(Some(peers.iter().filter(|g| g.0 >= ps && g.0 <= peer.0).count() as i32)),
+                F::Lag(_) | F::Lead(_) => {
+                    let off = if let F::Lag(k) = w.f {
+                        -k
+                    } else if let F::Lead(k) = w.f {
+                        k
+                    } else {
+                        0
+                    };
+                    let t = i as i64 + off;
+                    let inside = t >= ps as i64 && t < pe as i64;
+                    match w.arg {
+                        2 => i64s.push(if inside { data.x[t as usize] } else { None }),
+                        3 => i32s.push(if inside { data.y[t as usize] } else { None }),
+                        _ => f64s.push(if inside { data.f[t as usize] } else { None }),
+                    }
+                }
+                F::LagIgnoreNulls(k) => {
+                    // The k-th earlier row of the partition with a non-null value (k = 0: the current row).
+                    let valid = |j: usize| match w.arg {
+                        2 => data.x[j].is_some(),
+                        3 => data.y[j].is_some(),
+                        _ => data.f[j].is_some(),
+                    };
+                    let target = if k == 0 { Some(i) } else { (ps..i).rev().filter(|&j| valid(j)).nth(k as usize - 1) };
+                    match w.arg {
+                        2 => i64s.push(target.and_then(|t| data.x[t])),
+                        3 => i32s.push(target.and_then(|t| data.y[t])),
+                        _ => f64s.push(target.and_then(|t| data.f[t])),
+                    }
+                }
+                F::CountStar => i64s.push(Some((e - s) as i64)),
+                F::Count2 => {
+                    i64s.push(Some((s..e).filter(|&j| data.x[j].is_some() && data.f[j].is_some()).count() as i64))
+                }
+                F::Count => {
+                    let c = match w.arg {
+                        4 => fs[s..e].iter().filter(|v| v.is_some()).count(),
+                        _ => xs[s..e].iter().filter(|v| v.is_some()).count(),
+                    };
+                    i64s.push(Some(c as i64))
+                }
+                F::Sum if w.arg == 4 => {
+                    let mut acc: Option<f64> = None;
+                    for v in fs[s..e].iter().flatten() {
+                        acc = Some(acc.unwrap_or(0.0) + v);
+                    }
+                    f64s.push(acc);
+                }
+                F::Sum => {
+                    let mut acc: Option<i64> = None;
+                    for &v in xs[s..e].iter().flatten() {
+                        let a = acc.unwrap_or(0);
+                        acc = Some(if w.ansi { a.checked_add(v).ok_or(Overflow(i))? } else { a.wrapping_add(v) });
+                    }
+                    i64s.push(acc);
+                }
+                F::Avg => {
+                    let mut sum = 0.0f64;
+                    let mut cnt = 0i64;
+                    for v in &fs[s..e] {
+                        sum += v.unwrap_or(0.0);
+                        cnt += v.is_some() as i64;
+                    }
+                    f64s.push((cnt > 0).then(|| sum / cnt as f64));
+                }
+                F::Min | F::Max => {
+                    let mut best: Option<f64> = None;
+                    let mut best_i: Option<i64> = None;
+                    for j in s..e {
+                        if w.arg == 4 {
+                            let Some(v) = fs[j] else { continue };
+                            let better = match best {
+                                None => true,
+                                Some(b) => {
+                                    let c = spark_cmp(v, b);
+                                    if w.f == F::Max {
+                                        c.is_gt()
+                                    } else {
+                                        c.is_lt()
+                                    }
+                                }
+                            };
+                            if better {
+                                best = Some(v);
+                            }
+                        } else {
+                            let Some(v) = xs[j] else { continue };
+                            let better = match best_i {
+                                None => true,
+                                Some(b) => {
+                                    if w.f == F::Max {
+                                        v > b
+                                    } else {
+                                        v < b
+                                    }
+                                }
+                            };
+                            if better {
+                                best_i = Some(v);
+                            }
+                        }
+                    }
+                    match w.arg {
+                        2 => i64s.push(best_i),
+                        3 => i32s.push(best_i.map(|v| v as i32)),
+                        _ => f64s.push(best),
+                    }
+                }
+            }
+        }
+    }
+    let t = result_type(w);
+    let arr: ArrayRef = match t {
+        DataType::Int64 => Arc::new(Int64Array::from(i64s)),
+        DataType::Int32 => Arc::new(Int32Array::from(i32s)),
+        _ => Arc::new(Float64Array::from(f64s)),
+    };
+    assert_eq!(arr.len(), n);
+    Ok(arr)
+}
+
+/// Equal values and validity; doubles compared bit for bit.
+fn assert_same(actual: &ArrayRef, expected: &ArrayRef, what: &str) {
+    assert_eq!(actual.data_type(), expected.data_type(), "{what}: type");
+    assert_eq!(actual.len(), expected.len(), "{what}: length");
+    for i in 0..actual.len() {
+        assert_eq!(actual.is_valid(i), expected.is_valid(i), "{what}: validity of row {i}");
+        if actual.is_null(i) {
+            continue;
+        }
+        let same = match actual.data_type() {
+            DataType::Float64 => {
+                actual.as_primitive::<arrow::datatypes::Float64Type>().value(i).to_bits()
+                    == expected.as_primitive::<arrow::datatypes::Float64Type>().value(i).to_bits()
+            }
+            DataType::Int64 => {
+                actual.as_primitive::<arrow::datatypes::Int64Type>().value(i)
+                    == expected.as_primitive::<arrow::datatypes::Int64Type>().value(i)
+            }
+            DataType::Int32 => {
+                actual.as_primitive::<arrow::datatypes::Int32Type>().value(i)
+                    == expected.as_primitive::<arrow::datatypes::Int32Type>().value(i)
+            }
+            other => panic!("unexpected {other}"),
+        };
+        assert!(same, "{what}: row {i}: native {:?} vs reference {:?}", actual.slice(i, 1), expected.slice(i, 1));
+    }
+}
+
+/// Runs `ws` as one operator (prefix on and off) and compares every column with the reference; returns
+/// whether the reference overflowed (then the operator must have raised Spark's error).
+fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let results: Vec<std::result::Result<ArrayRef, Overflow>> = ws.iter().map(|w| reference(data, w)).collect();
+    // Spark raises at the first row where any expression's frame overflows.
+    let first_overflow = results.iter().filter_map(|r| r.as_ref().err().map(|o| o.0)).min();
+    let expected: std::result::Result<Vec<ArrayRef>, Overflow> = match first_overflow {
+        Some(row) => Err(Overflow(row)),
+        None => Ok(results.into_iter().map(|r| r.unwrap()).collect()),
+    };
+    let input = batches(data, rng);
+    for prefix in [true, false] {
+        let batch_size = rng.random_range(1..64);
+        let (rows, err) = run_until_error(&window_plan(exprs.clone(), prefix, batch_size), input.clone());
+        if let Err(Overflow(row)) = expected {
+            // Exactly the rows Spark produces before it raises reach the consumer.
+            assert_eq!(rows.num_rows(), row, "{what} prefix={prefix}: rows before the overflow");
+        }
+        let got = match err {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        };
+        match (&expected, got) {
+            (Ok(exp), Ok(got)) => {
+                assert_eq!(got.num_rows(), data.k.len());
+                for (i, e) in exp.iter().enumerate() {
+                    assert_same(got.column(5 + i), e, &format!("{what} prefix={prefix} {:?}", ws[i]));
+                }
+                // The input columns pass through unchanged.
+                assert_eq!(got.column(2).as_ref(), &Int64Array::from(data.x.clone()) as &dyn Array);
+            }
+            (Err(Overflow(_)), Err(e)) => assert_overflow_error(&e),
+            (Ok(_), Err(e)) => panic!("{what} prefix={prefix}: native error {e} where Spark's fold does not overflow"),
+            (Err(Overflow(_)), Ok(_)) => panic!("{what} prefix={prefix}: Spark's fold overflows, native returned rows"),
+        }
+    }
+    expected.is_err()
+}
+
+fn assert_overflow_error(e: &DataFusionError) {
+    let spark = find_spark_error(e).unwrap_or_else(|| panic!("not a Spark error: {e}"));
+    assert_eq!(spark.error_class, "ARITHMETIC_OVERFLOW");
+    let param = |k: &str| spark.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(param("message"), Some("long overflow"));
+    assert_eq!(param("alternative"), Some(" Use 'try_add' to tolerate overflow and return NULL instead."));
+    assert_eq!(param("config"), Some("\"spark.sql.ansi.enabled\""));
+}
+
+fn all_frames() -> Vec<Fr> {
+    vec![
+        rows(B::UP, B::CR),
+        rows(B::P(0), B::CR),
+        rows(B::P(1), B::CR),
+        rows(B::P(2), B::CR),
+        rows(B::P(6), B::CR),
+        rows(B::P(29), B::CR),
+        rows(B::P(3), B::F(2)),
+        rows(B::CR, B::F(4)),
+        rows(B::F(1), B::F(3)),
+        rows(B::P(5), B::P(2)),
+        rows(B::P(0), B::F(0)),
+        rows(B::CR, B::UF),
+        rows(B::P(2), B::UF),
+        rows(B::F(2), B::UF),
+        rows(B::UP, B::UF),
+        rows(B::UP, B::F(1)),
+        rows(B::UP, B::P(1)),
+        range(B::UP, B::CR),
+        range(B::CR, B::UF),
+        range(B::UP, B::UF),
+        range(B::CR, B::CR),
+    ]
+}
+
+fn aggregates(frame: Fr, ansi: bool) -> Vec<W> {
+    let w = |f, arg| W { f, arg, frame, ansi };
+    vec![
+        w(F::Sum, 2),
+        w(F::Sum, 3),
+        w(F::Sum, 4),
+        w(F::Count, 2),
+        w(F::Count, 4),
+        w(F::CountStar, 2),
+        w(F::Count2, 2),
+        w(F::Avg, 2),
+        w(F::Avg, 3),
+        w(F::Avg, 4),
+        w(F::Min, 2),
+        w(F::Max, 2),
+        w(F::Min, 4),
+        w(F::Max, 4),
+        w(F::Max, 3),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+#[test]
+fn every_frame_shape_and_aggregate_matches_the_reference_fold_legacy() {
+    let mut rng = StdRng::seed_from_u64(1);
+    for (round, values) in [Values::Small, Values::Huge, Values::Edge(0.3)].into_iter().enumerate() {
+        let data = gen(&mut rng, 12, 40, values, false);
+        let ws: Vec<W> = all_frames().into_iter().flat_map(|f| aggregates(f, false)).collect();
+        assert!(!check(&data, &ws, &mut rng, &format!("legacy round {round} {values:?}")));
+    }
+}
+
+#[test]
+fn ansi_without_overflow_matches_the_reference_fold() {
+    let mut rng = StdRng::seed_from_u64(2);
+    for round in 0..3 {
+        let data = gen(&mut rng, 12, 40, Values::Small, round == 2);
+        let ws: Vec<W> = all_frames().into_iter().flat_map(|f| aggregates(f, true)).collect();
+        assert!(!check(&data, &ws, &mut rng, &format!("ansi round {round}")));
+    }
+}
+
+#[test]
+fn ansi_raises_overflow_exactly_where_the_reference_fold_does() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let frames = all_frames();
+    let wide = [
+        rows(B::UP, B::UF),
+        rows(B::CR, B::UF),
+        rows(B::P(2), B::UF),
+        rows(B::P(3), B::F(2)),
+        rows(B::F(1), B::F(3)),
+        range(B::CR, B::UF),
+        range(B::UP, B::UF),
+    ];
+    let (mut errors, mut fine, mut subtle) = (0, 0, 0);
+    for case in 0..600 {
+        let big = rng.random_range(0.02..0.5);
+        let parts = rng.random_range(1..4);
+        let data = gen(&mut rng, parts, 12, Values::Edge(big), false);
+        // Several horizons at once, over the same measure.
+        // Half the cases: one wide frame, where a partial sum can overflow while every frame total fits.
+        let ws: Vec<W> = if case % 2 == 0 {
+            (0..rng.random_range(1..4))
+                .map(|_| W { f: F::Sum, arg: 2, frame: frames[rng.random_range(0..frames.len())], ansi: true })
+                .collect()
+        } else {
+            vec![W { f: F::Sum, arg: 2, frame: wide[rng.random_range(0..wide.len())], ansi: true }]
+        };
+        if check(&data, &ws, &mut rng, &format!("ansi case {case}")) {
+            errors += 1;
+            subtle += !ws.iter().any(|w| some_frame_total_overflows(&data, w)) as usize;
+        } else {
+            fine += 1;
+        }
+    }
+    eprintln!("ANSI cases: {errors} overflow ({subtle} where every frame total fits), {fine} without");
+    assert!(errors >= 50 && fine >= 50, "both outcomes well represented: {errors} errors, {fine} without");
+    assert!(subtle >= 10, "cases where only a partial sum overflows: {subtle}");
+}
+
+/// Whether some frame's exact total leaves the 64-bit range (a weaker condition than Spark's fold overflowing).
+fn some_frame_total_overflows(data: &Data, w: &W) -> bool {
+    let (parts, peers) = groups(data);
+    parts.iter().any(|&(ps, pe)| {
+        (ps..pe).any(|i| {
+            let peer = *peers.iter().find(|g| g.0 <= i && i < g.1).unwrap();
+            let (s, e) = frame_of(&w.frame, i, (ps, pe), peer);
+            let total: i128 = data.x[s..e].iter().flatten().map(|&v| v as i128).sum();
+            total > i64::MAX as i128 || total < i64::MIN as i128
+        })
+    })
+}
+
+#[test]
+fn ansi_error_when_a_partial_sum_overflows_though_the_frame_total_fits() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let frame = rows(B::P(2), B::CR);
+    let w = [W { f: F::Sum, arg: 2, frame, ansi: true }];
+    let data = |x: Vec<Option<i64>>| Data {
+        k: vec![Some(1); x.len()],
+        d: (0..x.len() as i64).map(Some).collect(),
+        y: vec![None; x.len()],
+        f: vec![None; x.len()],
+        x,
+    };
+    // CURRENT ROW .. UNBOUNDED FOLLOWING over [MAX, 1, -1]: the first frame's total is MAX, but Spark's fold
+    // computes MAX + 1 on the way. No frame total leaves the range, so only the partial-sum check catches it.
+    let suffix = [W { f: F::Sum, arg: 2, frame: rows(B::CR, B::UF), ansi: true }];
+    assert!(check(&data(vec![Some(i64::MAX), Some(1), Some(-1)]), &suffix, &mut rng, "max+1-1"));
+    // The same values in another order: every partial sum fits.
+    assert!(!check(&data(vec![Some(i64::MAX), Some(-1), Some(1)]), &suffix, &mut rng, "max-1+1"));
+    // NULLs inside the frame do not reset the fold: [MAX, NULL, 1, -1] overflows at MAX + 1.
+    assert!(check(&data(vec![Some(i64::MAX), None, Some(1), Some(-1)]), &suffix, &mut rng, "max,null,1,-1"));
+    // The same at the negative end, over a sliding frame [MIN, -1, 1] (3 PRECEDING .. 1 FOLLOWING, whose
+    // shorter frames at the partition's start are [MIN] and [MIN, -1]: the latter's total overflows too).
+    let x = vec![Some(5), Some(i64::MIN + 1), Some(-1), Some(-1), Some(2)];
+    let sliding = [W { f: F::Sum, arg: 2, frame: rows(B::CR, B::F(3)), ansi: true }];
+    // Frames: [5, MIN+1, -1, -1] folds to MIN+6, MIN+5, MIN+4; [MIN+1, -1, -1, 2] reaches MIN, then MIN - 1
+    // overflows though the total MIN + 1 fits.
+    assert!(check(&data(x), &sliding, &mut rng, "min side"));
+    // A running prefix far past 2^63 while no frame overflows: 2^61 per row, 3 rows per frame.
+    let x = vec![Some(1i64 << 61); 50];
+    assert!(!check(&data(x), &w, &mut rng, "prefix past 2^63"));
+    // NULLs inside the frame do not reset the fold: [MAX, NULL, 1] overflows.
+    assert!(check(&data(vec![Some(i64::MAX), None, Some(1)]), &w, &mut rng, "max,null,1"));
+    // One-row frames never overflow.
+    let mut x = vec![Some(i64::MAX), Some(-5)];
+    x.extend(vec![Some(1); 3]);
+    assert!(!check(&data(x), &[W { f: F::Sum, arg: 2, frame: rows(B::CR, B::CR), ansi: true }], &mut rng, "cr"));
+}
+
+#[test]
+fn ranking_and_offset_functions() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for ties in [false, true] {
+        let data = gen(&mut rng, 10, 30, Values::Small, ties);
+        let any = rows(B::UP, B::CR);
+        let mut ws = vec![
+            W { f: F::RowNumber, arg: 2, frame: any, ansi: false },
+            W { f: F::Rank, arg: 2, frame: any, ansi: false },
+            W { f: F::DenseRank, arg: 2, frame: any, ansi: false },
+        ];
+        for (f, arg) in [
+            (F::Lag(1), 2),
+            (F::Lag(3), 3),
+            (F::Lead(1), 4),
+            (F::Lead(2), 2),
+            (F::Lag(0), 2),
+            (F::Lag(-1), 3),
+            (F::LagIgnoreNulls(1), 2),
+            (F::LagIgnoreNulls(2), 4),
+            (F::LagIgnoreNulls(3), 3),
+            (F::LagIgnoreNulls(0), 2),
+        ] {
+            ws.push(W { f, arg, frame: any, ansi: false });
+        }
+        assert!(!check(&data, &ws, &mut rng, &format!("ranking ties={ties}")));
+    }
+}
+
+#[test]
+fn ties_under_range_frames() {
+    let mut rng = StdRng::seed_from_u64(6);
+    let data = gen(&mut rng, 10, 30, Values::Small, true);
+    // RANGE frames over peers are deterministic even with ties (ROWS frames are not, in Spark either).
+    let ws: Vec<W> = [range(B::UP, B::CR), range(B::CR, B::UF), range(B::CR, B::CR), range(B::UP, B::UF)]
+        .into_iter()
+        .flat_map(|f| aggregates(f, true).into_iter().filter(|w| w.f != F::Min && w.f != F::Max || w.arg != 4))
+        .collect();
+    assert!(!check(&data, &ws, &mut rng, "range ties"));
+}
+
+#[test]
+fn lag_lead_default_values() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let data = gen(&mut rng, 5, 8, Values::Small, false);
+    let mut lag = pb_window_expr(&W { f: F::Lag(2), arg: 2, frame: rows(B::UP, B::CR), ansi: false }, 0);
+    lag.default_value = Some(lit_long(-7));
+    let mut lead = pb_window_expr(&W { f: F::Lead(1), arg: 2, frame: rows(B::UP, B::CR), ansi: false }, 1);
+    // The default is evaluated on the current row: lead(x, 1, d).
+    lead.default_value = Some(col(1, &DataType::Int64));
+    let got = run(&window_plan(vec![lag, lead], true, 7), batches(&data, &mut rng)).unwrap();
+    let (parts, _) = groups(&data);
+    let lag_col = got.column(5).as_primitive::<arrow::datatypes::Int64Type>();
+    let lead_col = got.column(6).as_primitive::<arrow::datatypes::Int64Type>();
+    for (ps, pe) in parts {
+        for i in ps..pe {
+            let want_lag = if i >= ps + 2 { data.x[i - 2] } else { Some(-7) };
+            let want_lead = if i + 1 < pe { data.x[i + 1] } else { data.d[i] };
+            assert_eq!(lag_col.is_valid(i).then(|| lag_col.value(i)), want_lag, "lag row {i}");
+            assert_eq!(lead_col.is_valid(i).then(|| lead_col.value(i)), want_lead, "lead row {i}");
+        }
+    }
+}
+
+#[test]
+fn empty_input_and_empty_batches() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let ws: Vec<W> = aggregates(rows(B::P(2), B::CR), true);
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let got = run(&window_plan(exprs.clone(), true, 16), vec![]).unwrap();
+    assert_eq!(got.num_rows(), 0);
+    let empty = RecordBatch::new_empty(schema());
+    let got = run(&window_plan(exprs, true, 16), vec![empty.clone(), empty]).unwrap();
+    assert_eq!(got.num_rows(), 0);
+    // One row per partition: every frame shorter than its horizon.
+    let data = gen(&mut rng, 30, 1, Values::Small, false);
+    let ws: Vec<W> = all_frames().into_iter().flat_map(|f| aggregates(f, true)).collect();
+    assert!(!check(&data, &ws, &mut rng, "single-row partitions"));
+}
+
+#[test]
+fn unsupported_shapes_are_plan_errors() {
+    let base = W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::CR), ansi: false };
+    let try_plan = |x: pb::WindowExpr| -> Result<()> {
+        let p = window_plan(vec![x], true, 16);
+        NativePlan::try_new(&p.encode_to_vec(), vec![reader(vec![], schema())], Arc::new(FixedBroker::new(1 << 20)))
+            .map(|_| ())
+    };
+    assert!(try_plan(pb_window_expr(&base, 0)).is_ok());
+    // RANGE with value offsets.
+    let x = pb_window_expr(&W { frame: range(B::P(3), B::CR), ..base }, 0);
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    // Lower bound after the upper bound.
+    let x = pb_window_expr(&W { frame: rows(B::F(2), B::F(1)), ..base }, 0);
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    // LEAD ... IGNORE NULLS (Spark asserts offset <= partition length there), and IGNORE NULLS on aggregates.
+    let mut x = pb_window_expr(&W { f: F::Lead(1), ..base }, 0);
+    x.ignore_nulls = true;
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    let mut x = pb_window_expr(&base, 0);
+    x.ignore_nulls = true;
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    let mut x = pb_window_expr(&W { f: F::Lag(1), ..base }, 0);
+    x.ignore_nulls = true;
+    assert!(try_plan(x).is_ok());
+    // try_sum.
+    let mut x = pb_window_expr(&base, 0);
+    x.eval_mode = pb::EvalMode::Try as i32;
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+    // A result type other than Spark's.
+    let mut x = pb_window_expr(&base, 0);
+    x.result_type = Some(pb_type(&DataType::Float64));
+    assert!(matches!(try_plan(x), Err(DataFusionError::Plan(_))));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// DataFusion's own sliding window operator, where its types and semantics agree with Spark's (integral SUM with
+// wrap-around, COUNT, integral MIN/MAX, row_number; bounded ROWS frames).
+
+mod datafusion_reference {
+    use super::*;
+    use arrow::compute::{cast, SortOptions};
+    use datafusion_common::ScalarValue;
+    use datafusion_execution::TaskContext;
+    use datafusion_expr::{WindowFrame, WindowFrameBound, WindowFrameUnits, WindowFunctionDefinition};
+    use datafusion_physical_expr::expressions::Column;
+    use datafusion_physical_expr::LexOrdering;
+    use datafusion_physical_expr::PhysicalSortExpr;
+    use datafusion_physical_plan::sorts::sort::SortExec;
+    use datafusion_physical_plan::windows::{create_window_expr, BoundedWindowAggExec};
+    use datafusion_physical_plan::{collect, ExecutionPlan, InputOrderMode};
+    use ember_engine::operators::InputExec;
+
+    fn df_bound(b: B) -> WindowFrameBound {
+        match b {
+            B::UP => WindowFrameBound::Preceding(ScalarValue::UInt64(None)),
+            B::P(n) => WindowFrameBound::Preceding(ScalarValue::UInt64(Some(n))),
+            B::CR => WindowFrameBound::CurrentRow,
+            B::F(n) => WindowFrameBound::Following(ScalarValue::UInt64(Some(n))),
+            B::UF => WindowFrameBound::Following(ScalarValue::UInt64(None)),
+        }
+    }
+
+    fn datafusion_window(data_batches: Vec<RecordBatch>, ws: &[W]) -> Vec<ArrayRef> {
+        let s = schema();
+        let input: Arc<dyn ExecutionPlan> = Arc::new(InputExec::new(0, s.clone(), reader(data_batches, s.clone())));
+        let k: Arc<dyn datafusion_physical_expr::PhysicalExpr> = Arc::new(Column::new("k", 0));
+        let asc = SortOptions { descending: false, nulls_first: true };
+        let order = vec![PhysicalSortExpr::new(Arc::new(Column::new("d", 1)), asc)];
+        // Already sorted; the sort only tells DataFusion so (the order keys are unique in each partition).
+        let sorted = LexOrdering::new([PhysicalSortExpr::new(k.clone(), asc), order[0].clone()]).unwrap();
+        let input: Arc<dyn ExecutionPlan> = Arc::new(SortExec::new(sorted, input));
+        let exprs = ws
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let fun = match w.f {
+                    F::Sum => WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::sum::sum_udaf()),
+                    F::Count => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::count::count_udaf())
+                    }
+                    F::Min => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::min_max::min_udaf())
+                    }
+                    F::Max => {
+                        WindowFunctionDefinition::AggregateUDF(datafusion_functions_aggregate::min_max::max_udaf())
+                    }
+                    F::RowNumber => {
+                        WindowFunctionDefinition::WindowUDF(datafusion_functions_window::row_number::row_number_udwf())
+                    }
+                    other => panic!("{other:?} is not compared with DataFusion"),
+                };
+                let args: Vec<Arc<dyn datafusion_physical_expr::PhysicalExpr>> = if w.f == F::RowNumber {
+                    vec![]
+                } else {
+                    vec![Arc::new(Column::new(s.field(w.arg).name(), w.arg))]
+                };
+                let frame = WindowFrame::new_bounds(WindowFrameUnits::Rows, df_bound(w.frame.lo), df_bound(w.frame.hi));
+                create_window_expr(
+                    &fun,
+                    format!("df{i}"),
+                    &args,
+                    std::slice::from_ref(&k),
+                    &order,
+                    Arc::new(frame),
+                    s.clone(),
+                    false,
+                    false,
+                    None,
+                )
+                .unwrap()
+            })
+            .collect();
+        let exec = Arc::new(BoundedWindowAggExec::try_new(exprs, input, InputOrderMode::Sorted, false).unwrap());
+        let out = futures::executor::block_on(collect(exec, Arc::new(TaskContext::default()))).unwrap();
+        let out = concat_batches(&out[0].schema(), &out).unwrap();
+        (0..ws.len()).map(|i| out.column(5 + i).clone()).collect()
+    }
+
+    #[test]
+    fn matches_datafusion_bounded_window_agg_exec() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let frames = [
+            rows(B::UP, B::CR),
+            rows(B::P(0), B::CR),
+            rows(B::P(2), B::CR),
+            rows(B::P(29), B::CR),
+            rows(B::P(3), B::F(2)),
+            rows(B::CR, B::F(4)),
+            rows(B::F(1), B::F(3)),
+            rows(B::P(5), B::P(2)),
+        ];
+        for values in [Values::Small, Values::Huge] {
+            let data = gen(&mut rng, 15, 40, values, false);
+            let mut ws = vec![W { f: F::RowNumber, arg: 2, frame: rows(B::UP, B::CR), ansi: false }];
+            for frame in frames {
+                for (f, arg) in [(F::Sum, 2), (F::Count, 2), (F::Min, 2), (F::Max, 2)] {
+                    ws.push(W { f, arg, frame, ansi: false });
+                }
+            }
+            let input = batches(&data, &mut rng);
+            let theirs = datafusion_window(input.clone(), &ws);
+            for prefix in [true, false] {
+                let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+                let ours = run(&window_plan(exprs, prefix, 13), input.clone()).unwrap();
+                for (i, theirs) in theirs.iter().enumerate() {
+                    // DataFusion's row_number is UInt64, Spark's INT; COUNT is BIGINT on both sides.
+                    let ours = ours.column(5 + i);
+                    let theirs = cast(theirs, ours.data_type()).unwrap();
+                    assert_eq!(ours.as_ref(), theirs.as_ref(), "{values:?} prefix={prefix} {:?}", ws[i]);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Metrics, memory, timing.
+
+fn exec_window(
+    ws: &[W],
+    prefix: bool,
+    input: Vec<RecordBatch>,
+    pool_bytes: usize,
+) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
+    use datafusion_execution::memory_pool::GreedyMemoryPool;
+    use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion_execution::TaskContext;
+    use ember_engine::operators::{InputExec, PrefixWindowExec};
+    let s = schema();
+    let window = match window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0)
+        .root
+        .unwrap()
+        .kind
+    {
+        Some(pb::operator::Kind::Window(w)) => w,
+        _ => unreachable!(),
+    };
+    let input = Arc::new(InputExec::new(0, s.clone(), reader(input, s)));
+    let exec: Arc<dyn datafusion_physical_plan::ExecutionPlan> =
+        Arc::new(PrefixWindowExec::try_new(&window, input).unwrap());
+    let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(GreedyMemoryPool::new(pool_bytes))).build_arc();
+    let ctx = Arc::new(TaskContext::default().with_runtime(runtime.unwrap()));
+    let out = futures::executor::block_on(datafusion_physical_plan::collect(exec.clone(), ctx));
+    (out, exec)
+}
+
+#[test]
+fn metrics_count_prefix_and_refold_frames() {
+    let mut rng = StdRng::seed_from_u64(10);
+    let data = gen(&mut rng, 5, 20, Values::Small, false);
+    let n = data.k.len();
+    let frame = rows(B::P(2), B::CR);
+    let ws = [
+        W { f: F::Sum, arg: 2, frame, ansi: false },
+        W { f: F::Sum, arg: 2, frame: rows(B::P(6), B::CR), ansi: true },
+        W { f: F::Count, arg: 2, frame, ansi: false },
+        W { f: F::Sum, arg: 4, frame, ansi: false },
+        W { f: F::Max, arg: 2, frame, ansi: false },
+    ];
+    for prefix in [true, false] {
+        let (out, exec) = exec_window(&ws, prefix, batches(&data, &mut rng), 1 << 30);
+        assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
+        let m = exec.metrics().unwrap();
+        let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+        // Three integral SUM/COUNT frames per row by prefix; the DOUBLE sum always re-folds; MAX counts as neither.
+        let (want_prefix, want_refold) = if prefix { (3 * n, n) } else { (0, 4 * n) };
+        assert_eq!((get("prefix_frames"), get("refold_frames")), (want_prefix, want_refold), "prefix={prefix}");
+        assert_eq!(m.output_rows(), Some(n));
+    }
+}
+
+#[test]
+fn a_partition_that_does_not_fit_is_a_clean_error() {
+    let mut rng = StdRng::seed_from_u64(11);
+    // One partition of 20k rows against a pool of 64 KiB.
+    let mut data = gen(&mut rng, 1, 1, Values::Small, false);
+    for i in 1..20_000 {
+        data.k.push(data.k[0]);
+        data.d.push(Some(i));
+        data.x.push(Some(i));
+        data.y.push(None);
+        data.f.push(None);
+    }
+    let ws = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::CR), ansi: false }];
+    let input: Vec<RecordBatch> = batches(&data, &mut rng);
+    let (out, _) = exec_window(&ws, true, input.clone(), 64 << 10);
+    let err = out.unwrap_err().to_string();
+    assert!(err.contains("cannot spill yet"), "{err}");
+    // With room it runs.
+    let (out, _) = exec_window(&ws, true, input, 1 << 30);
+    assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
+}
+
+/// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (1112
+/// partitions × 180 rows, in batches of 8192), SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179
+/// (and every width ×4), over 1 measure (5 columns) and over 3 measures (x, y and x again as a distinct
+/// expression: 15 columns), LEGACY and ANSI, prefix evaluation on and off.
+#[test]
+#[ignore]
+fn timing_prefix_vs_refold() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let (parts, len) = (1112, 180);
+    let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
+    for p in 0..parts {
+        for i in 0..len {
+            data.k.push(Some(p));
+            data.d.push(Some(i as i64));
+            data.x.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
+            data.y.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
+            data.f.push(None);
+        }
+    }
+    let all = batches(&data, &mut rng);
+    let one = concat_batches(&schema(), &all).unwrap();
+    let input: Vec<RecordBatch> =
+        (0..one.num_rows()).step_by(8192).map(|o| one.slice(o, 8192.min(one.num_rows() - o))).collect();
+    for widths in [[2u64, 6, 29, 89, 179], [8, 24, 116, 356, 716]] {
+        for measures in [vec![2usize], vec![2, 3, 2]] {
+            for ansi in [false, true] {
+                let mut ws = vec![];
+                for (m, &arg) in measures.iter().enumerate() {
+                    for &n in &widths {
+                        // The third measure is x + 0 rows apart: a distinct frame set over the same column, as a
+                        // separate measure would be (its prefix is shared, its frames are not).
+                        let lo = if m == 2 { B::P(n + 1) } else { B::P(n) };
+                        ws.push(W { f: F::Sum, arg, frame: rows(lo, B::CR), ansi });
+                    }
+                }
+                for prefix in [true, false] {
+                    let t = std::time::Instant::now();
+                    let (out, _) = exec_window(&ws, prefix, input.clone(), 1 << 30);
+                    let rows: usize = out.unwrap().iter().map(|b| b.num_rows()).sum();
+                    eprintln!(
+                        "{rows} rows, widths {widths:?}, {} columns, ansi={ansi}, prefix={prefix}: {:?}",
+                        ws.len(),
+                        t.elapsed()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn window_over_a_native_sort() {
+    // Spark's plan shape: Sort(k, d) → Window. Shuffled input, same answer as over pre-sorted input.
+    let mut rng = StdRng::seed_from_u64(13);
+    let data = gen(&mut rng, 8, 25, Values::Small, false);
+    let ws: Vec<W> = aggregates(rows(B::P(3), B::CR), true);
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let sorted_input = batches(&data, &mut rng);
+    let expected = run(&window_plan(exprs.clone(), true, 32), sorted_input.clone()).unwrap();
+
+    let all = concat_batches(&schema(), &sorted_input).unwrap();
+    let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let shuffled = arrow::compute::take_record_batch(&all, &arrow::array::UInt32Array::from(order)).unwrap();
+    let mut p = window_plan(exprs, true, 32);
+    let window = p.root.take().unwrap();
+    let sort = op(
+        2,
+        pb::operator::Kind::Sort(pb::Sort {
+            order: vec![
+                pb::SortOrder { child: Some(col(0, &DataType::Int32)), ascending: true, nulls_first: true },
+                pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true },
+            ],
+            fetch: 0,
+        }),
+        window.children,
+    );
+    p.root = Some(pb::Operator { children: vec![sort], ..window });
+    let got = run(&p, vec![shuffled.slice(0, 50), shuffled.slice(50, shuffled.num_rows() - 50)]).unwrap();
+    assert_eq!(got.num_rows(), expected.num_rows());
+    for c in 0..expected.num_columns() {
+        assert_eq!(got.column(c).to_data(), expected.column(c).to_data(), "column {c}");
+    }
+}
