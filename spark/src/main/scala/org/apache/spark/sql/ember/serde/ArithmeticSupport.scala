@@ -1,24 +1,53 @@
 package org.apache.spark.sql.ember.serde
 
-import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.catalyst.expressions.{Add, BinaryArithmetic, Divide, IntegralDivide, Multiply, Remainder, Subtract, UnaryMinus}
 import org.apache.spark.sql.types._
 import org.ember.proto
 
 /**
- * Which Spark arithmetic the native engine computes exactly as Spark does (mirrors
- * `native/engine/src/expressions/arithmetic.rs`). Everything else falls back with the reason given here.
+ * Which Spark arithmetic the native engine computes exactly as Spark does — the JVM mirror of
+ * `native/engine/src/expressions/arithmetic.rs` (`create` / `create_negate`). Everything else falls back with
+ * the reason given here.
  */
 object ArithmeticSupport {
-  private def integral(dt: DataType) = dt match {
-    case ByteType | ShortType | IntegerType | LongType => true
+
+  private def numeric(dt: DataType): Boolean = dt match {
+    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
+    case _: DecimalType => true
     case _ => false
   }
 
-  def check(a: BinaryArithmetic): Either[String, proto.ArithOp] =
-    Left(s"arithmetic ${a.symbol} is not implemented natively yet")
+  /**
+   * Decimal `%` and `div` where Spark's intermediate needs more than 39 digits: Spark can then fail with a
+   * plain `ArithmeticException` ("Division impossible") in every mode, which the native side does not mimic.
+   */
+  private def decimalDivisionTooWide(l: DataType, r: DataType): Boolean = (l, r) match {
+    case (a: DecimalType, b: DecimalType) => a.precision - a.scale + b.scale > 39
+    case _ => false
+  }
+
+  def check(a: BinaryArithmetic): Either[String, proto.ArithOp] = {
+    val (l, r) = (a.left.dataType, a.right.dataType)
+    val sameType = l == r || (l.isInstanceOf[DecimalType] && r.isInstanceOf[DecimalType])
+    lazy val unsupported = Left(s"${a.symbol} on ${l.simpleString} and ${r.simpleString} is not supported natively")
+    if (!sameType || !numeric(l)) return unsupported
+    a match {
+      case _: Add => Right(proto.ArithOp.ADD)
+      case _: Subtract => Right(proto.ArithOp.SUBTRACT)
+      case _: Multiply => Right(proto.ArithOp.MULTIPLY)
+      case _: Divide if l == DoubleType || l.isInstanceOf[DecimalType] => Right(proto.ArithOp.DIVIDE)
+      case _: Remainder if decimalDivisionTooWide(l, r) =>
+        Left("decimal % whose intermediate exceeds 39 digits is not supported natively")
+      case _: Remainder => Right(proto.ArithOp.REMAINDER)
+      case _: IntegralDivide if decimalDivisionTooWide(l, r) =>
+        Left("decimal div whose intermediate exceeds 39 digits is not supported natively")
+      case d: IntegralDivide if (l == LongType || l.isInstanceOf[DecimalType]) && d.dataType == LongType =>
+        Right(proto.ArithOp.INTEGRAL_DIVIDE)
+      case _ => unsupported
+    }
+  }
 
   def checkNegate(u: UnaryMinus): Either[String, Unit] =
-    Left("unary minus is not implemented natively yet")
+    if (numeric(u.child.dataType)) Right(()) else Left(s"unary minus on ${u.child.dataType.simpleString}")
 
-  private[serde] def isIntegral(dt: DataType): Boolean = integral(dt)
 }
