@@ -17,7 +17,7 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::InputExec;
+use crate::operators::{InputExec, SpillingHashJoinExec};
 
 /// Builds one native plan. Remembers, for every proto operator id, the DataFusion node that implements it,
 /// so metrics can be reported per Spark operator.
@@ -97,6 +97,11 @@ impl Planner {
                 let input = children.remove(0);
                 let fetch = if l.limit < 0 { None } else { Some(l.limit as usize) };
                 Arc::new(GlobalLimitExec::new(input, l.offset as usize, fetch))
+            }
+            Kind::HashJoin(j) => {
+                expect_children(2)?;
+                let right = children.remove(1);
+                SpillingHashJoinExec::from_proto(j, children.remove(0), right)?
             }
         };
         self.nodes.push((op.id, plan.clone()));
