@@ -284,9 +284,9 @@ async fn every_bucket_spilled_and_split_again() {
 
 #[tokio::test]
 async fn chunked_for_a_hot_key() {
-    let build = Shape { hot: 0.6, ..PLAIN };
-    let probe = Shape { hot: 0.1, ..PROBE };
-    let seen = check(&Case { build, probe, cap: 120 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    let build = Shape { rows: 1500, hot: 0.6, ..PLAIN };
+    let probe = Shape { hot: 0.02, ..PROBE };
+    let seen = check(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
     assert!(seen.chunked > 0, "{seen:?}");
 }
 
