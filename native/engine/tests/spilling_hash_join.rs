@@ -73,6 +73,7 @@ struct Shape {
 }
 
 fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
+    let rising = schema.field(0).name() == "bk";
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = vec![];
     let mut left = shape.rows;
@@ -90,8 +91,20 @@ fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
                 }
             })
             .collect();
-        let p: Int64Array =
-            (0..n).map(|_| if rng.random_bool(0.1) { None } else { Some(rng.random_range(0..100)) }).collect();
+        // Build payloads rise with the row number: chunks of a hot bucket then hold different payload ranges,
+        // so the residual `bp < pq` matches a probe row in some chunks and not in others.
+        let first = shape.rows - left - n;
+        let p: Int64Array = (0..n)
+            .map(|i| {
+                if rng.random_bool(0.1) {
+                    None
+                } else if rising {
+                    Some(((first + i) * 100 / shape.rows) as i64)
+                } else {
+                    Some(rng.random_range(0..100))
+                }
+            })
+            .collect();
         let s: StringArray = (0..n).map(|i| Some(format!("s{}", (i * 31) % 17))).collect();
         out.push(RecordBatch::try_new(schema.clone(), vec![Arc::new(k), Arc::new(p), Arc::new(s)]).unwrap());
     }
