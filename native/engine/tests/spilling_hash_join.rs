@@ -422,3 +422,89 @@ async fn nothing_left_to_spill_is_resources_exhausted() {
     assert_eq!(e.pool.reserved(), 0);
     assert_eq!(files_under(e.dir.path()), 0);
 }
+
+/// The proto arm: Spark's join type, build side and condition (over left ++ right), forced to spill by the
+/// `max_build_buffer_bytes` knob; build on the right is swapped inside and the columns come back in Spark's order.
+#[tokio::test]
+async fn from_proto_build_right_with_condition() {
+    use common::{cmp, col, input, op};
+    use ember_engine::planner::Planner;
+    use ember_engine::proto as pb;
+
+    let build = side(build_schema(), Shape { hot: 0.2, ..PLAIN }, 9);
+    let probe = side(probe_schema(), PROBE, 10);
+    let cases = [
+        (pb::JoinType::Inner, JoinType::Inner),
+        (pb::JoinType::LeftOuter, JoinType::Left),
+        (pb::JoinType::RightOuter, JoinType::Right),
+        (pb::JoinType::FullOuter, JoinType::Full),
+        (pb::JoinType::LeftSemi, JoinType::LeftSemi),
+        (pb::JoinType::LeftAnti, JoinType::LeftAnti),
+        (pb::JoinType::LeftMark, JoinType::LeftMark),
+    ];
+    for build_side in [pb::BuildSide::Left, pb::BuildSide::Right] {
+        for (pb_type, join_type) in cases {
+            // Spark's left is the probe data, its right the build data, so building on the right spills.
+            let (left, right) = (probe.clone(), build.clone());
+            let (ls, rs) = (probe_schema(), build_schema());
+            let hj = pb::HashJoin {
+                join_type: pb_type as i32,
+                build_side: build_side as i32,
+                left_keys: vec![col(0, &DataType::Int64)],
+                right_keys: vec![col(0, &DataType::Int64)],
+                null_safe: vec![false],
+                // pq (left #1) > bp (right #1, joined #4)
+                condition: Some(cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), col(4, &DataType::Int64))),
+                max_build_buffer_bytes: 100 << 10,
+                bucket_bits: 3,
+            };
+            let mut right_input = input(1, &rs);
+            if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+                i.input_index = 1;
+            }
+            let plan_op = op(1, pb::operator::Kind::HashJoin(hj), vec![input(0, &ls), right_input]);
+            let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
+                Box::new(RecordBatchIterator::new(left.clone().into_iter().map(Ok), ls.clone())),
+                Box::new(RecordBatchIterator::new(right.clone().into_iter().map(Ok), rs.clone())),
+            ];
+            let plan = Planner::new(readers).create_plan(&plan_op).unwrap();
+
+            let filter_schema = Arc::new(Schema::new(vec![
+                Field::new("pq", DataType::Int64, true),
+                Field::new("bp", DataType::Int64, true),
+            ]));
+            let filter = JoinFilter::new(
+                Arc::new(BinaryExpr::new(Arc::new(Column::new("pq", 0)), Operator::Gt, Arc::new(Column::new("bp", 1)))),
+                vec![ColumnIndex { index: 1, side: JoinSide::Left }, ColumnIndex { index: 1, side: JoinSide::Right }],
+                filter_schema,
+            );
+            let on = vec![(
+                Arc::new(Column::new("pk", 0)) as PhysicalExprRef,
+                Arc::new(Column::new("bk", 0)) as PhysicalExprRef,
+            )];
+            let reference = HashJoinExec::try_new(
+                source(ls.clone(), left),
+                source(rs.clone(), right),
+                on,
+                Some(filter),
+                &join_type,
+                None,
+                PartitionMode::CollectLeft,
+                NullEquality::NullEqualsNothing,
+                false,
+            )
+            .unwrap();
+            let what = format!("{join_type:?} build {build_side:?}");
+            assert_eq!(plan.schema().fields().len(), reference.schema().fields().len(), "{what}");
+            let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+            let e = env(64 << 20, SpillCompression::Lz4Frame);
+            let actual = collect(plan.clone(), e.ctx.clone()).await.unwrap();
+            assert!(rows(&expected) == rows(&actual), "{what}");
+            let join = if plan.name() == "SpillingHashJoinExec" { plan } else { plan.children()[0].clone() };
+            assert_eq!(join.name(), "SpillingHashJoinExec");
+            assert!(join.metrics().unwrap().sum_by_name("spilled_buckets").unwrap().as_usize() > 0, "{what}");
+            assert_eq!(e.broker.used(), 0, "{what}");
+            assert_eq!(files_under(e.dir.path()), 0, "{what}");
+        }
+    }
+}

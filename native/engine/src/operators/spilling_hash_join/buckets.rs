@@ -102,3 +102,63 @@ impl Router {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use datafusion_physical_expr::expressions::Column;
+
+    use super::*;
+
+    fn batch(keys: Vec<Option<i64>>) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(keys))]).unwrap()
+    }
+
+    fn router(bits: u32) -> Router {
+        Router { keys: vec![Arc::new(Column::new("k", 0))], bits }
+    }
+
+    #[test]
+    fn equal_keys_share_a_bucket_at_every_level_and_levels_differ() {
+        let r = router(4);
+        let keys: Vec<Option<i64>> = (0..2000).map(|i| if i % 10 == 0 { None } else { Some(i % 500) }).collect();
+        let b = batch(keys.clone());
+        let mut per_level = vec![];
+        for level in 0..=r.max_level() {
+            let buckets = r.bucket_of_rows(&b, level).unwrap();
+            let mut of_key = std::collections::HashMap::new();
+            for (k, bucket) in keys.iter().zip(&buckets) {
+                assert_eq!(*of_key.entry(*k).or_insert(*bucket), *bucket, "level {level}");
+                assert!(*bucket < 16);
+            }
+            per_level.push(buckets);
+        }
+        // All 16 buckets used, and a level's bits are not the previous level's.
+        assert_eq!(per_level[0].iter().collect::<std::collections::HashSet<_>>().len(), 16);
+        assert_ne!(per_level[0], per_level[1]);
+    }
+
+    #[test]
+    fn partition_keeps_every_row_once_in_order() {
+        let r = router(2);
+        let b = batch((0..100).map(|i| if i % 7 == 0 { None } else { Some(i) }).collect());
+        let pieces = r.partition(&b, 1).unwrap();
+        let total: usize = pieces.iter().map(|(_, p)| p.num_rows()).sum();
+        assert_eq!(total, 100);
+        for (_, p) in &pieces {
+            let k = p.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let non_null: Vec<i64> = k.iter().flatten().collect();
+            assert!(non_null.windows(2).all(|w| w[0] < w[1]), "order kept within a bucket");
+        }
+    }
+
+    #[test]
+    fn cost_covers_batch_copy_and_table() {
+        let b = batch((0..1000).map(Some).collect());
+        assert!(batch_cost(&b) >= 2 * 8000 + 8 * 1000);
+    }
+}
