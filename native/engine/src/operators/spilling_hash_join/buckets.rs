@@ -13,9 +13,9 @@ use datafusion_physical_plan::metrics::Gauge;
 const BUCKET_HASH: RandomState = RandomState::with_seed(0x454d_4245_525f_4a4e);
 
 /// What holding `batch` as build rows costs once `HashJoinExec` has it: the batch, its concatenated copy, and
-/// the hash table (hash + index per row, with slack) and chain (8 B per row).
+/// the hash table (hash + index per row at up to ~2x slack: ~40 B), its chain (8 B) and hashes (8 B) per row.
 pub fn batch_cost(batch: &RecordBatch) -> usize {
-    2 * get_record_batch_memory_size(batch) + 40 * batch.num_rows()
+    2 * get_record_batch_memory_size(batch) + 56 * batch.num_rows()
 }
 
 /// The join's reservation, optionally capped (a test knob forcing spills), with a peak gauge.

@@ -9,7 +9,7 @@ use datafusion_execution::memory_pool::MemoryConsumer;
 use datafusion_execution::TaskContext;
 use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalExprRef};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion_physical_plan::joins::utils::{build_join_schema, reorder_output_after_swap, ColumnIndex, JoinFilter};
+use datafusion_physical_plan::joins::utils::{build_join_schema, ColumnIndex, JoinFilter};
 use datafusion_physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
@@ -45,7 +45,11 @@ pub struct SpillingHashJoinExec {
     join_type: JoinType,
     null_equality: NullEquality,
     config: SpillingHashJoinConfig,
+    /// The join's own schema: build (left) columns, then probe (right) columns.
     schema: SchemaRef,
+    /// When Spark built on its right side (so the children are swapped): the output column order that restores
+    /// Spark's left ++ right, and the schema after it.
+    reorder: Option<(Vec<usize>, SchemaRef)>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -69,12 +73,7 @@ impl SpillingHashJoinExec {
         }
         let (schema, _) = build_join_schema(&left.schema(), &right.schema(), &join_type);
         let schema = Arc::new(schema);
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(right.output_partitioning().partition_count()),
-            EmissionType::Both,
-            Boundedness::Bounded,
-        ));
+        let properties = Self::plan_properties(&schema, &right);
         Ok(Self {
             left,
             right,
@@ -84,9 +83,30 @@ impl SpillingHashJoinExec {
             null_equality,
             config,
             schema,
+            reorder: None,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    fn plan_properties(schema: &SchemaRef, right: &Arc<dyn ExecutionPlan>) -> Arc<PlanProperties> {
+        Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(right.output_partitioning().partition_count()),
+            EmissionType::Both,
+            Boundedness::Bounded,
+        ))
+    }
+
+    /// Outputs Spark's right columns (the probe side here) first, then its left (build) columns.
+    fn with_swapped_output(mut self) -> Self {
+        let n_build = self.left.schema().fields().len();
+        let n_probe = self.right.schema().fields().len();
+        let order: Vec<usize> = (n_build..n_build + n_probe).chain(0..n_build).collect();
+        let schema = Arc::new(self.schema.project(&order).expect("valid projection"));
+        self.properties = Self::plan_properties(&schema, &self.right);
+        self.reorder = Some((order, schema));
+        self
     }
 
     /// A join as Spark plans it: `join_type` and `filter` over (left, right) as in Spark; when Spark builds on the
@@ -106,7 +126,7 @@ impl SpillingHashJoinExec {
             return Ok(Arc::new(Self::try_new(left, right, on, filter, join_type, null_equality, config)?));
         }
         let swapped_on = on.into_iter().map(|(l, r)| (r, l)).collect();
-        let join = Arc::new(Self::try_new(
+        let join = Self::try_new(
             right.clone(),
             left.clone(),
             swapped_on,
@@ -114,7 +134,7 @@ impl SpillingHashJoinExec {
             join_type.swap(),
             null_equality,
             config,
-        )?);
+        )?;
         if matches!(
             join_type,
             JoinType::LeftSemi
@@ -124,9 +144,9 @@ impl SpillingHashJoinExec {
                 | JoinType::LeftMark
                 | JoinType::RightMark
         ) {
-            Ok(join)
+            Ok(Arc::new(join))
         } else {
-            reorder_output_after_swap(join, &left.schema(), &right.schema())
+            Ok(Arc::new(join.with_swapped_output()))
         }
     }
 
@@ -242,7 +262,7 @@ impl ExecutionPlan for SpillingHashJoinExec {
             Ok(c) => c,
             Err(_) => return exec_err!("SpillingHashJoinExec has two children"),
         };
-        Ok(Arc::new(Self::try_new(
+        let join = Self::try_new(
             left,
             right,
             self.on.clone(),
@@ -250,7 +270,8 @@ impl ExecutionPlan for SpillingHashJoinExec {
             self.join_type,
             self.null_equality,
             self.config,
-        )?))
+        )?;
+        Ok(Arc::new(if self.reorder.is_some() { join.with_swapped_output() } else { join }))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
@@ -271,7 +292,7 @@ impl ExecutionPlan for SpillingHashJoinExec {
             self.config,
             metrics,
         )?;
-        Ok(JoinStream::new(Arc::new(jc), reservation, build, probe).into_stream())
+        Ok(JoinStream::new(Arc::new(jc), reservation, build, probe).into_stream(self.reorder.clone()))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -2,7 +2,7 @@
 //!
 //! **Algorithm.** The operator's left child is the build side, its right child the probe side (a Spark plan that
 //! builds on the right is swapped by [`SpillingHashJoinExec::try_new_with_build_side`], as DataFusion's own
-//! `swap_inputs` does). It buffers the build side, reserving for every batch what DataFusion's `HashJoinExec`
+//! `swap_inputs` does, and the operator puts the output columns back in Spark's order). It buffers the build side, reserving for every batch what DataFusion's `HashJoinExec`
 //! will hold for it: the batch, its concatenated copy and the hash table with its chain (see [`batch_cost`]).
 //! - If the whole build side fits, the join *is* DataFusion's `HashJoinExec` (`PartitionMode::CollectLeft`),
 //!   fed the buffered batches and the probe stream, unchanged.

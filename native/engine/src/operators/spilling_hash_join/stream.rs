@@ -272,17 +272,22 @@ impl JoinStream {
         Self { jc, budget, build: Some(build), probe: Some(probe), phase: Phase::Start, tasks: vec![] }
     }
 
-    pub(crate) fn into_stream(self) -> SendableRecordBatchStream {
-        let schema = self.jc.schema.clone();
-        let s = futures::stream::unfold(self, |mut s| async move {
+    /// The output stream; `reorder` (column order, schema) applies to every batch.
+    pub(crate) fn into_stream(self, reorder: Option<(Vec<usize>, SchemaRef)>) -> SendableRecordBatchStream {
+        let schema = reorder.as_ref().map(|(_, s)| s.clone()).unwrap_or_else(|| self.jc.schema.clone());
+        let s = futures::stream::unfold((self, reorder), |(mut s, reorder)| async move {
             let timer = s.jc.metrics.baseline.elapsed_compute().clone();
             let start = std::time::Instant::now();
-            let next = s.next_batch().await;
+            let mut next = s.next_batch().await;
+            if let (Ok(Some(b)), Some((order, schema))) = (&next, &reorder) {
+                let columns = order.iter().map(|&i| b.column(i).clone()).collect();
+                next = RecordBatch::try_new(schema.clone(), columns).map(Some).map_err(Into::into);
+            }
             timer.add_elapsed(start);
             match next {
                 Ok(Some(b)) => {
                     s.jc.metrics.baseline.record_output(b.num_rows());
-                    Some((Ok(b), s))
+                    Some((Ok(b), (s, reorder)))
                 }
                 Ok(None) => {
                     s.close();
@@ -290,7 +295,7 @@ impl JoinStream {
                 }
                 Err(e) => {
                     s.close();
-                    Some((Err(e), s))
+                    Some((Err(e), (s, reorder)))
                 }
             }
         });
