@@ -211,6 +211,21 @@ struct Case {
 /// Runs every join type (with and without the residual filter, both compressions) against `HashJoinExec`.
 /// Returns the summed path metrics.
 async fn check(case: &Case, null_equality: NullEquality) -> Seen {
+    check_on(case, null_equality, on).await
+}
+
+/// Keys (bk, bs) = (pk, ps): a long and a string.
+fn two_keys() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
+    let mut keys = on();
+    keys.push((Arc::new(Column::new("bs", 2)), Arc::new(Column::new("ps", 2))));
+    keys
+}
+
+async fn check_on(
+    case: &Case,
+    null_equality: NullEquality,
+    on: fn() -> Vec<(PhysicalExprRef, PhysicalExprRef)>,
+) -> Seen {
     let build = side(build_schema(), case.build, 1);
     let probe = side(probe_schema(), case.probe, 2);
     let mut seen = Seen::default();
@@ -301,6 +316,15 @@ async fn chunked_for_a_hot_key() {
     let probe = Shape { hot: 0.02, ..PROBE };
     let seen = check(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
     assert!(seen.chunked > 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn two_keys_long_and_string() {
+    let build = Shape { rows: 1500, hot: 0.5, ..PLAIN };
+    let probe = Shape { hot: 0.05, ..PROBE };
+    let seen =
+        check_on(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing, two_keys).await;
+    assert!(seen.spilled > 0, "{seen:?}");
 }
 
 #[tokio::test]

@@ -508,7 +508,9 @@ impl JoinStream {
             if b.rows == 0 && p.rows == 0 {
                 continue;
             }
-            let hot = b.rows == task.build.rows;
+            // Splitting barely shrank it (one hot key, the null keys, and perhaps a few others): splitting more
+            // would rewrite the same rows again and again, so join it in chunks (right for any bucket).
+            let hot = b.rows * 8 >= task.build.rows * 7;
             self.tasks.push(BucketTask { build: b, probe: p, level, hot });
         }
         Ok(())
