@@ -73,7 +73,13 @@ impl CoalescingWriter {
         } else {
             concat_batches(&staged[0].schema(), &staged)?
         };
-        (self.file)(Some(&batch))?;
+        // Batches of at most `batch_size` rows, so that a chunk of one batch is as small as the input's batches.
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let len = self.batch_size.min(batch.num_rows() - offset);
+            (self.file)(Some(&batch.slice(offset, len)))?;
+            offset += len;
+        }
         budget.shrink(self.staged_bytes);
         self.staged_bytes = 0;
         self.staged_rows = 0;

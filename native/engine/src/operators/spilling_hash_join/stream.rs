@@ -157,9 +157,19 @@ impl JoinContext {
         }
     }
 
+    /// Build batches of a spill file, compacted: the IPC reader leaves buffers that were not worth compressing as
+    /// slices of the whole message body, which would keep (and be reserved at) several times the rows' size.
     fn read_build(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
         match &side.file {
-            Some(f) => self.build_spill.read_spill_as_stream_unbuffered(f.clone(), None),
+            Some(f) => {
+                let stream = self.build_spill.read_spill_as_stream_unbuffered(f.clone(), None)?;
+                let compacted = stream.map(|b| {
+                    let b = b?;
+                    let all = UInt32Array::from_iter_values(0..b.num_rows() as u32);
+                    Ok(take_record_batch(&b, &all)?)
+                });
+                Ok(Box::pin(RecordBatchStreamAdapter::new(self.build_schema.clone(), compacted)))
+            }
             None => Ok(batches_stream(self.build_schema.clone(), vec![])),
         }
     }
