@@ -272,6 +272,10 @@ async fn check_on(
                     assert!(get("peak_reserved_bytes") <= case.cap, "{what}: reserved over the cap");
                 }
                 assert_eq!(get("build_rows"), case.build.rows, "{what}");
+                if case.build.rows > 0 {
+                    assert_eq!(get("probe_rows"), case.probe.rows, "{what}");
+                }
+                assert_eq!(m.output_rows(), Some(act.len()), "{what}");
                 seen.spilled += get("spilled_buckets");
                 seen.split += get("split_buckets");
                 seen.chunked += get("chunked_buckets");
