@@ -599,3 +599,28 @@ async fn micro_benchmark() {
         }
     }
 }
+
+/// Random shapes, caps and fan-outs (seeded): every join type, with and without the residual, against
+/// `HashJoinExec`.
+#[tokio::test]
+async fn random_configurations() {
+    let mut rng = StdRng::seed_from_u64(42);
+    for _ in 0..4 {
+        let build = Shape {
+            rows: rng.random_range(1..1200),
+            domain: rng.random_range(1..600),
+            null_keys: rng.random_range(0.0..0.4),
+            hot: rng.random_range(0.0..0.5),
+        };
+        let probe = Shape {
+            rows: rng.random_range(0..1200),
+            domain: rng.random_range(1..600),
+            null_keys: rng.random_range(0.0..0.4),
+            hot: rng.random_range(0.0..0.05),
+        };
+        let case = Case { build, probe, cap: rng.random_range(30..120) << 10, bits: rng.random_range(1..=5) };
+        let null_equality =
+            if rng.random_bool(0.3) { NullEquality::NullEqualsNull } else { NullEquality::NullEqualsNothing };
+        check(&case, null_equality).await;
+    }
+}
