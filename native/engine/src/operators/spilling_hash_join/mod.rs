@@ -26,6 +26,7 @@
 //! be reserved, the join fails with `ResourcesExhausted`. Spill files are reference-counted temp files: they are
 //! deleted when the stream finishes, fails or is dropped.
 mod buckets;
+mod chunks;
 mod exec;
 mod source;
 mod spill;

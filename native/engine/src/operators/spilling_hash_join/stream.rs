@@ -4,10 +4,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use arrow::array::BooleanBufferBuilder;
-use arrow::array::{new_null_array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array, UInt64Array};
+use arrow::array::{new_null_array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use arrow::compute::kernels::boolean::not;
 use arrow::compute::{filter_record_batch, take_record_batch};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion_common::{DataFusionError, JoinType, NullEquality, Result};
 use datafusion_execution::memory_pool::{MemoryReservation, UnboundedMemoryPool};
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
@@ -24,6 +24,7 @@ use datafusion_physical_plan::{ExecutionPlan, RecordBatchStream, SendableRecordB
 use futures::{Stream, StreamExt};
 
 use super::buckets::{batch_cost, Budget, Router};
+use super::chunks::Chunked;
 use super::exec::SpillingHashJoinConfig;
 use super::source::{batches_stream, OnceExec};
 use super::spill::{spill_batches, CoalescingWriter, SpilledSide};
@@ -58,23 +59,23 @@ impl JoinMetrics {
 
 /// What every phase needs: schemas, keys, filter, spill managers, and a context for the inner `HashJoinExec`s.
 pub(crate) struct JoinContext {
-    schema: SchemaRef,
-    build_schema: SchemaRef,
-    probe_schema: SchemaRef,
+    pub(super) schema: SchemaRef,
+    pub(super) build_schema: SchemaRef,
+    pub(super) probe_schema: SchemaRef,
     /// The probe schema with a row-position column appended (probe-preserving joins in chunks).
-    probe_idx_schema: SchemaRef,
-    on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
-    filter: Option<JoinFilter>,
-    join_type: JoinType,
-    null_equality: NullEquality,
-    batch_size: usize,
-    cap: usize,
-    inner_ctx: Arc<TaskContext>,
-    build_spill: SpillManager,
-    probe_spill: SpillManager,
-    build_router: Router,
-    probe_router: Router,
-    metrics: JoinMetrics,
+    pub(super) probe_idx_schema: SchemaRef,
+    pub(super) on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+    pub(super) filter: Option<JoinFilter>,
+    pub(super) join_type: JoinType,
+    pub(super) null_equality: NullEquality,
+    pub(super) batch_size: usize,
+    pub(super) cap: usize,
+    pub(super) inner_ctx: Arc<TaskContext>,
+    pub(super) build_spill: SpillManager,
+    pub(super) probe_spill: SpillManager,
+    pub(super) build_router: Router,
+    pub(super) probe_router: Router,
+    pub(super) metrics: JoinMetrics,
 }
 
 impl JoinContext {
@@ -128,7 +129,7 @@ impl JoinContext {
     }
 
     /// DataFusion's own hash join of `build` (already reserved) with a probe stream.
-    fn hash_join(
+    pub(super) fn hash_join(
         &self,
         build: Vec<RecordBatch>,
         probe: SendableRecordBatchStream,
@@ -150,7 +151,7 @@ impl JoinContext {
         .execute(0, self.inner_ctx.clone())
     }
 
-    fn read_probe(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
+    pub(super) fn read_probe(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
         match &side.file {
             Some(f) => self.probe_spill.read_spill_as_stream_unbuffered(f.clone(), None),
             None => Ok(batches_stream(self.probe_schema.clone(), vec![])),
@@ -159,7 +160,7 @@ impl JoinContext {
 
     /// Build batches of a spill file, compacted: the IPC reader leaves buffers that were not worth compressing as
     /// slices of the whole message body, which would keep (and be reserved at) several times the rows' size.
-    fn read_build(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
+    pub(super) fn read_build(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
         match &side.file {
             Some(f) => {
                 let stream = self.build_spill.read_spill_as_stream_unbuffered(f.clone(), None)?;
@@ -180,7 +181,7 @@ impl JoinContext {
 
     /// The rows a probe-preserving join emits for probe rows after all chunks: `matched` holds, from `start`,
     /// which rows of `batch` met a build row.
-    fn probe_leftovers(
+    pub(super) fn probe_leftovers(
         &self,
         batch: &RecordBatch,
         matched: &BooleanBufferBuilder,
@@ -210,28 +211,10 @@ impl JoinContext {
     }
 }
 
-/// Joins that must know, across chunks, which probe rows matched.
-fn tracks_probe(join_type: JoinType) -> bool {
-    matches!(
-        join_type,
-        JoinType::Right | JoinType::Full | JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark
-    )
-}
-
-/// The join run per chunk of a chunked bucket.
-fn chunk_join_type(join_type: JoinType) -> JoinType {
-    match join_type {
-        JoinType::Right => JoinType::Inner,
-        JoinType::Full => JoinType::Left,
-        JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => JoinType::RightSemi,
-        other => other,
-    }
-}
-
 /// One spilled bucket still to join.
-struct BucketTask {
-    build: SpilledSide,
-    probe: SpilledSide,
+pub(super) struct BucketTask {
+    pub(super) build: SpilledSide,
+    pub(super) probe: SpilledSide,
     level: u32,
     /// Splitting did not shrink it: join it in chunks.
     hot: bool,
@@ -683,151 +666,4 @@ impl RecordBatchStream for RouterStream {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
-}
-
-/// A bucket joined in chunks of its build rows, its probe rows replayed per chunk.
-struct Chunked {
-    task: BucketTask,
-    build: SendableRecordBatchStream,
-    pending: Option<RecordBatch>,
-    build_done: bool,
-    tracking: bool,
-    /// Which probe rows (by position in the bucket's probe file) met a build row in some chunk.
-    matched: BooleanBufferBuilder,
-    matched_bytes: usize,
-    current: Option<(SendableRecordBatchStream, usize)>,
-    final_pass: Option<(SendableRecordBatchStream, usize)>,
-    finished: bool,
-}
-
-impl Chunked {
-    fn new(jc: &JoinContext, budget: &Budget, task: BucketTask) -> Result<Self> {
-        let tracking = tracks_probe(jc.join_type);
-        let mut matched = BooleanBufferBuilder::new(0);
-        let mut matched_bytes = 0;
-        if tracking {
-            matched_bytes = task.probe.rows.div_ceil(8);
-            budget.try_grow(matched_bytes)?;
-            matched.append_n(task.probe.rows, false);
-        }
-        Ok(Self {
-            build: jc.read_build(&task.build)?,
-            task,
-            pending: None,
-            build_done: false,
-            tracking,
-            matched,
-            matched_bytes,
-            current: None,
-            final_pass: None,
-            finished: false,
-        })
-    }
-
-    async fn next(&mut self, jc: &JoinContext, budget: &Budget) -> Result<Option<RecordBatch>> {
-        let emits_pairs = !matches!(jc.join_type, JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark);
-        loop {
-            if let Some((stream, reserved)) = &mut self.current {
-                match stream.next().await {
-                    Some(b) => {
-                        let b = b?;
-                        let mut columns = b.columns().to_vec();
-                        if self.tracking {
-                            let idx = columns.pop().expect("row position column");
-                            for i in idx.as_primitive::<UInt64Type>().iter().flatten() {
-                                self.matched.set_bit(i as usize, true);
-                            }
-                        }
-                        if emits_pairs && b.num_rows() > 0 {
-                            return Ok(Some(RecordBatch::try_new(jc.schema.clone(), columns)?));
-                        }
-                    }
-                    None => {
-                        budget.shrink(*reserved);
-                        self.current = None;
-                    }
-                }
-                continue;
-            }
-            if !self.build_done {
-                let mut chunk = vec![];
-                let mut reserved = 0;
-                loop {
-                    let b = match self.pending.take() {
-                        Some(b) => b,
-                        None => match self.build.next().await {
-                            Some(b) => b?,
-                            None => {
-                                self.build_done = true;
-                                break;
-                            }
-                        },
-                    };
-                    let cost = batch_cost(&b);
-                    if budget.try_grow(cost).is_ok() {
-                        reserved += cost;
-                        chunk.push(b);
-                    } else if chunk.is_empty() {
-                        return Err(DataFusionError::ResourcesExhausted(format!(
-                            "spilling hash join: cannot reserve {cost} bytes for one build batch of {} rows, \
-                             and nothing is left to spill",
-                            b.num_rows()
-                        )));
-                    } else {
-                        self.pending = Some(b);
-                        break;
-                    }
-                }
-                if chunk.is_empty() {
-                    continue;
-                }
-                let mut probe = jc.read_probe(&self.task.probe)?;
-                if self.tracking {
-                    probe = with_row_positions(probe, jc.probe_idx_schema.clone());
-                }
-                let stream = jc.hash_join(chunk, probe, chunk_join_type(jc.join_type))?;
-                self.current = Some((stream, reserved));
-                continue;
-            }
-            if self.tracking && !self.finished {
-                if self.final_pass.is_none() {
-                    self.final_pass = Some((jc.read_probe(&self.task.probe)?, 0));
-                }
-                let (stream, offset) = self.final_pass.as_mut().unwrap();
-                match stream.next().await {
-                    Some(b) => {
-                        let b = b?;
-                        let start = *offset;
-                        *offset += b.num_rows();
-                        if let Some(out) = jc.probe_leftovers(&b, &self.matched, start)? {
-                            return Ok(Some(out));
-                        }
-                        continue;
-                    }
-                    None => {
-                        self.final_pass = None;
-                        self.finished = true;
-                    }
-                }
-            }
-            budget.shrink(std::mem::take(&mut self.matched_bytes));
-            return Ok(None);
-        }
-    }
-}
-
-/// Appends each probe row's position (0, 1, ...) as a last column.
-fn with_row_positions(input: SendableRecordBatchStream, schema: SchemaRef) -> SendableRecordBatchStream {
-    let mut offset = 0u64;
-    let out_schema = schema.clone();
-    let stream = input.map(move |b| {
-        let b = b?;
-        let n = b.num_rows() as u64;
-        let positions: ArrayRef = Arc::new(UInt64Array::from_iter_values(offset..offset + n));
-        offset += n;
-        let mut columns = b.columns().to_vec();
-        columns.push(positions);
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    });
-    Box::pin(RecordBatchStreamAdapter::new(out_schema, stream))
 }
