@@ -2,6 +2,8 @@
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
 pub mod input;
 pub mod prefix_window;
+pub mod spilling_hash_join;
 
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
+pub use spilling_hash_join::SpillingHashJoinExec;

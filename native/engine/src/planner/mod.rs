@@ -17,7 +17,7 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, PrefixWindowExec};
+use crate::operators::{InputExec, PrefixWindowExec, SpillingHashJoinExec};
 
 /// Builds one native plan. Remembers, for every proto operator id, the DataFusion node that implements it,
 /// so metrics can be reported per Spark operator.
@@ -101,6 +101,11 @@ impl Planner {
             Kind::Window(w) => {
                 expect_children(1)?;
                 Arc::new(PrefixWindowExec::try_new(w, children.remove(0))?)
+            }
+            Kind::HashJoin(j) => {
+                expect_children(2)?;
+                let right = children.remove(1);
+                SpillingHashJoinExec::from_proto(j, children.remove(0), right)?
             }
         };
         self.nodes.push((op.id, plan.clone()));

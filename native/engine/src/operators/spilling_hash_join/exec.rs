@@ -1,0 +1,301 @@
+//! [`SpillingHashJoinExec`]: the `ExecutionPlan` (properties, children, `execute`, metrics) and its proto form.
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::{Schema, SchemaRef};
+use datafusion_common::tree_node::TreeNodeRecursion;
+use datafusion_common::{exec_err, plan_err, JoinSide, JoinType, NullEquality, Result};
+use datafusion_execution::memory_pool::MemoryConsumer;
+use datafusion_execution::TaskContext;
+use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalExprRef};
+use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion_physical_plan::joins::utils::{build_join_schema, ColumnIndex, JoinFilter};
+use datafusion_physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion_physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+use ember_proto as pb;
+
+use super::stream::{JoinContext, JoinMetrics, JoinStream};
+use crate::error::plan_error;
+use crate::planner::expr::create_expr;
+
+/// Knobs of the spilling join (from the proto).
+#[derive(Debug, Clone, Copy)]
+pub struct SpillingHashJoinConfig {
+    /// Caps the join's reservation (a test knob that forces spilling); 0 = only the pool limits it.
+    pub max_build_buffer_bytes: usize,
+    /// Buckets per split: 2^bucket_bits.
+    pub bucket_bits: u32,
+}
+
+impl Default for SpillingHashJoinConfig {
+    fn default() -> Self {
+        Self { max_build_buffer_bytes: 0, bucket_bits: 4 }
+    }
+}
+
+/// Hash join building on its left child, spilling when the pool refuses memory (see the module doc).
+pub struct SpillingHashJoinExec {
+    left: Arc<dyn ExecutionPlan>,
+    right: Arc<dyn ExecutionPlan>,
+    on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+    filter: Option<JoinFilter>,
+    join_type: JoinType,
+    null_equality: NullEquality,
+    config: SpillingHashJoinConfig,
+    /// The join's own schema: build (left) columns, then probe (right) columns.
+    schema: SchemaRef,
+    /// When Spark built on its right side (so the children are swapped): the output column order that restores
+    /// Spark's left ++ right, and the schema after it.
+    reorder: Option<(Vec<usize>, SchemaRef)>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl SpillingHashJoinExec {
+    /// A join building on `left`. `filter` refers to left/right columns as DataFusion's `JoinFilter` does.
+    pub fn try_new(
+        left: Arc<dyn ExecutionPlan>,
+        right: Arc<dyn ExecutionPlan>,
+        on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+        filter: Option<JoinFilter>,
+        join_type: JoinType,
+        null_equality: NullEquality,
+        config: SpillingHashJoinConfig,
+    ) -> Result<Self> {
+        if on.is_empty() {
+            return plan_err!("spilling hash join needs at least one key");
+        }
+        if !(1..=16).contains(&config.bucket_bits) {
+            return plan_err!("spilling hash join: bucket_bits must be 1..=16, is {}", config.bucket_bits);
+        }
+        let (schema, _) = build_join_schema(&left.schema(), &right.schema(), &join_type);
+        let schema = Arc::new(schema);
+        let properties = Self::plan_properties(&schema, &right);
+        Ok(Self {
+            left,
+            right,
+            on,
+            filter,
+            join_type,
+            null_equality,
+            config,
+            schema,
+            reorder: None,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    fn plan_properties(schema: &SchemaRef, right: &Arc<dyn ExecutionPlan>) -> Arc<PlanProperties> {
+        Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(right.output_partitioning().partition_count()),
+            EmissionType::Both,
+            Boundedness::Bounded,
+        ))
+    }
+
+    /// Outputs Spark's right columns (the probe side here) first, then its left (build) columns.
+    fn with_swapped_output(mut self) -> Self {
+        let n_build = self.left.schema().fields().len();
+        let n_probe = self.right.schema().fields().len();
+        let order: Vec<usize> = (n_build..n_build + n_probe).chain(0..n_build).collect();
+        let schema = Arc::new(self.schema.project(&order).expect("valid projection"));
+        self.properties = Self::plan_properties(&schema, &self.right);
+        self.reorder = Some((order, schema));
+        self
+    }
+
+    /// A join as Spark plans it: `join_type` and `filter` over (left, right) as in Spark; when Spark builds on the
+    /// right, the inputs are swapped and, where both sides are output, a projection restores Spark's column order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_new_with_build_side(
+        left: Arc<dyn ExecutionPlan>,
+        right: Arc<dyn ExecutionPlan>,
+        on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+        filter: Option<JoinFilter>,
+        join_type: JoinType,
+        null_equality: NullEquality,
+        build_right: bool,
+        config: SpillingHashJoinConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !build_right {
+            return Ok(Arc::new(Self::try_new(left, right, on, filter, join_type, null_equality, config)?));
+        }
+        let swapped_on = on.into_iter().map(|(l, r)| (r, l)).collect();
+        let join = Self::try_new(
+            right.clone(),
+            left.clone(),
+            swapped_on,
+            filter.map(|f| f.swap()),
+            join_type.swap(),
+            null_equality,
+            config,
+        )?;
+        if matches!(
+            join_type,
+            JoinType::LeftSemi
+                | JoinType::RightSemi
+                | JoinType::LeftAnti
+                | JoinType::RightAnti
+                | JoinType::LeftMark
+                | JoinType::RightMark
+        ) {
+            Ok(Arc::new(join))
+        } else {
+            Ok(Arc::new(join.with_swapped_output()))
+        }
+    }
+
+    /// From the proto: keys over each side's columns, the condition over left ++ right columns.
+    pub fn from_proto(
+        hj: &pb::HashJoin,
+        left: Arc<dyn ExecutionPlan>,
+        right: Arc<dyn ExecutionPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let (ls, rs) = (left.schema(), right.schema());
+        if hj.left_keys.len() != hj.right_keys.len() || hj.left_keys.is_empty() {
+            return Err(plan_error("hash join needs as many left keys as right keys, at least one"));
+        }
+        let on = hj
+            .left_keys
+            .iter()
+            .zip(&hj.right_keys)
+            .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let null_equality = if hj.null_safe.iter().all(|&s| s) && hj.null_safe.len() == on.len() {
+            NullEquality::NullEqualsNull
+        } else if hj.null_safe.iter().all(|&s| !s) {
+            NullEquality::NullEqualsNothing
+        } else {
+            return Err(plan_error("hash join: null-safe (<=>) and ordinary keys mixed"));
+        };
+        let join_type = match pb::JoinType::try_from(hj.join_type) {
+            Ok(pb::JoinType::Inner) => JoinType::Inner,
+            Ok(pb::JoinType::LeftOuter) => JoinType::Left,
+            Ok(pb::JoinType::RightOuter) => JoinType::Right,
+            Ok(pb::JoinType::FullOuter) => JoinType::Full,
+            Ok(pb::JoinType::LeftSemi) => JoinType::LeftSemi,
+            Ok(pb::JoinType::LeftAnti) => JoinType::LeftAnti,
+            Ok(pb::JoinType::RightSemi) => JoinType::RightSemi,
+            Ok(pb::JoinType::RightAnti) => JoinType::RightAnti,
+            Ok(pb::JoinType::LeftMark) => JoinType::LeftMark,
+            Ok(pb::JoinType::RightMark) => JoinType::RightMark,
+            Err(_) => return Err(plan_error(format!("unknown join type {}", hj.join_type))),
+        };
+        let filter = match &hj.condition {
+            None => None,
+            Some(c) => {
+                let fields = ls.fields().iter().chain(rs.fields().iter()).cloned().collect::<Vec<_>>();
+                let joined = Arc::new(Schema::new(fields));
+                let expr = create_expr(c, &joined)?;
+                let column_indices = (0..ls.fields().len())
+                    .map(|index| ColumnIndex { index, side: JoinSide::Left })
+                    .chain((0..rs.fields().len()).map(|index| ColumnIndex { index, side: JoinSide::Right }))
+                    .collect();
+                Some(JoinFilter::new(expr, column_indices, joined))
+            }
+        };
+        let config = SpillingHashJoinConfig {
+            max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
+            bucket_bits: if hj.bucket_bits == 0 { 4 } else { hj.bucket_bits },
+        };
+        let build_right = hj.build_side == pb::BuildSide::Right as i32;
+        Self::try_new_with_build_side(left, right, on, filter, join_type, null_equality, build_right, config)
+    }
+
+    pub fn join_type(&self) -> JoinType {
+        self.join_type
+    }
+}
+
+impl fmt::Debug for SpillingHashJoinExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SpillingHashJoinExec({:?})", self.join_type)
+    }
+}
+
+impl DisplayAs for SpillingHashJoinExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let on = self.on.iter().map(|(l, r)| format!("({l}, {r})")).collect::<Vec<_>>().join(", ");
+        write!(f, "SpillingHashJoinExec: join_type={:?}, on=[{on}]", self.join_type)?;
+        if let Some(filter) = &self.filter {
+            write!(f, ", filter={}", filter.expression())?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for SpillingHashJoinExec {
+    fn name(&self) -> &str {
+        "SpillingHashJoinExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.left, &self.right]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        for (l, r) in &self.on {
+            if f(l)? == TreeNodeRecursion::Stop || f(r)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        if let Some(filter) = &self.filter {
+            return f(filter.expression());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let [left, right]: [Arc<dyn ExecutionPlan>; 2] = match children.try_into() {
+            Ok(c) => c,
+            Err(_) => return exec_err!("SpillingHashJoinExec has two children"),
+        };
+        let join = Self::try_new(
+            left,
+            right,
+            self.on.clone(),
+            self.filter.clone(),
+            self.join_type,
+            self.null_equality,
+            self.config,
+        )?;
+        Ok(Arc::new(if self.reorder.is_some() { join.with_swapped_output() } else { join }))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let build = self.left.execute(partition, context.clone())?;
+        let probe = self.right.execute(partition, context.clone())?;
+        let metrics = JoinMetrics::new(&self.metrics, partition);
+        let reservation =
+            MemoryConsumer::new(format!("SpillingHashJoinExec[{partition}]")).register(context.memory_pool());
+        let jc = JoinContext::new(
+            &context,
+            self.schema.clone(),
+            self.left.schema(),
+            self.right.schema(),
+            self.on.clone(),
+            self.filter.clone(),
+            self.join_type,
+            self.null_equality,
+            self.config,
+            metrics,
+        )?;
+        Ok(JoinStream::new(Arc::new(jc), reservation, build, probe).into_stream(self.reorder.clone()))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}

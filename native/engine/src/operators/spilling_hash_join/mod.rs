@@ -1,0 +1,36 @@
+//! A shuffled hash join whose build side may spill.
+//!
+//! **Algorithm.** The operator's left child is the build side, its right child the probe side (a Spark plan that
+//! builds on the right is swapped by [`SpillingHashJoinExec::try_new_with_build_side`], as DataFusion's own
+//! `swap_inputs` does, and the operator puts the output columns back in Spark's order). It buffers the build side, reserving for every batch what DataFusion's `HashJoinExec`
+//! will hold for it: the batch, its concatenated copy and the hash table with its chain (see [`batch_cost`]).
+//! - If the whole build side fits, the join *is* DataFusion's `HashJoinExec` (`PartitionMode::CollectLeft`),
+//!   fed the buffered batches and the probe stream, unchanged.
+//! - On the first refusal of the pool (or of the `max_build_buffer_bytes` cap) both sides are routed to 2^k
+//!   buckets by a seeded foldhash of the join keys (bits `k*level..k*(level+1)` of it — unrelated to Spark's
+//!   murmur3 shuffle hash). The largest buckets spill as Arrow IPC files through DataFusion's `SpillManager`
+//!   (compression from the session: none or lz4), coalesced into batches of `batch_size` rows. Resident buckets
+//!   join (one `HashJoinExec` over all of them) while the probe side streams; probe rows of spilled buckets are
+//!   spilled beside them. Then each spilled bucket is joined from disk.
+//! - A spilled bucket whose build side still does not fit is split again on the next k hash bits. One that
+//!   cannot shrink (one hot key, or the null keys, which all hash alike) is joined in chunks of its build rows,
+//!   its probe rows replayed from disk per chunk. Build-preserving joins (inner, left, left semi/anti/mark) are
+//!   exact per chunk because every build row meets every probe row in its chunk; probe-preserving joins (right,
+//!   full, right semi/anti/mark) tag probe rows with their position, record across chunks which probe rows
+//!   matched, and emit the unmatched / matched probe rows in a last replay.
+//!
+//! **Memory.** Everything held is reserved through one `MemoryReservation` of the plan's pool: buffered and
+//! resident build batches at [`batch_cost`], staging buffers of spill files, the matched-row bitmap. The batch in
+//! hand and `HashJoinExec`'s output batches are not. `HashJoinExec` itself runs under an unbounded private pool,
+//! because its memory is already reserved here. When nothing is left to spill and a chunk of a single batch cannot
+//! be reserved, the join fails with `ResourcesExhausted`. Spill files are reference-counted temp files: they are
+//! deleted when the stream finishes, fails or is dropped.
+mod buckets;
+mod chunks;
+mod exec;
+mod source;
+mod spill;
+mod stream;
+
+pub use buckets::batch_cost;
+pub use exec::{SpillingHashJoinConfig, SpillingHashJoinExec};

@@ -1,0 +1,626 @@
+//! The spilling hash join against DataFusion's `HashJoinExec`, row for row, on every path: in memory, bucketed,
+//! split again, chunked (hot key, null keys), every bucket spilled, empty sides; uncompressed and lz4 spill
+//! files; under a fake of Spark's memory manager. Also: files and reservations after completion, drop and error.
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatchIterator;
+use arrow::util::display::array_value_to_string;
+use datafusion_common::config::SpillCompression;
+use datafusion_common::{DataFusionError, JoinSide, JoinType, NullEquality, Result};
+use datafusion_execution::config::SessionConfig;
+use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion_execution::memory_pool::MemoryPool;
+use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+use datafusion_execution::TaskContext;
+use datafusion_expr::Operator;
+use datafusion_physical_expr::expressions::{BinaryExpr, Column};
+use datafusion_physical_expr::PhysicalExprRef;
+use datafusion_physical_plan::joins::utils::{ColumnIndex, JoinFilter};
+use datafusion_physical_plan::joins::{HashJoinExec, PartitionMode};
+use datafusion_physical_plan::ExecutionPlan;
+use ember_engine::memory::{BrokerMemoryPool, FixedBroker};
+use ember_engine::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
+use ember_engine::operators::InputExec;
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const BATCH: usize = 256;
+
+const ALL_TYPES: [JoinType; 10] = [
+    JoinType::Inner,
+    JoinType::Left,
+    JoinType::Right,
+    JoinType::Full,
+    JoinType::LeftSemi,
+    JoinType::LeftAnti,
+    JoinType::RightSemi,
+    JoinType::RightAnti,
+    JoinType::LeftMark,
+    JoinType::RightMark,
+];
+
+fn build_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("bk", DataType::Int64, true),
+        Field::new("bp", DataType::Int64, true),
+        Field::new("bs", DataType::Utf8, true),
+    ]))
+}
+
+fn probe_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("pk", DataType::Int64, true),
+        Field::new("pq", DataType::Int64, true),
+        Field::new("ps", DataType::Utf8, true),
+    ]))
+}
+
+/// Shape of one side's random data.
+#[derive(Clone, Copy)]
+struct Shape {
+    rows: usize,
+    /// Keys drawn from 0..domain.
+    domain: i64,
+    null_keys: f64,
+    /// Fraction of rows on key 7.
+    hot: f64,
+}
+
+fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
+    let rising = schema.field(0).name() == "bk";
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = vec![];
+    let mut left = shape.rows;
+    while left > 0 {
+        let n = left.min(BATCH);
+        left -= n;
+        let k: Int64Array = (0..n)
+            .map(|_| {
+                if rng.random_bool(shape.null_keys) {
+                    None
+                } else if rng.random_bool(shape.hot) {
+                    Some(7)
+                } else {
+                    Some(rng.random_range(0..shape.domain))
+                }
+            })
+            .collect();
+        // Build payloads rise with the row number: chunks of a hot bucket then hold different payload ranges,
+        // so the residual `bp < pq` matches a probe row in some chunks and not in others.
+        let first = shape.rows - left - n;
+        let p: Int64Array = (0..n)
+            .map(|i| {
+                if rng.random_bool(0.1) {
+                    None
+                } else if rising {
+                    Some(((first + i) * 100 / shape.rows) as i64)
+                } else {
+                    Some(rng.random_range(0..100))
+                }
+            })
+            .collect();
+        let s: StringArray = (0..n).map(|i| Some(format!("s{}", (i * 31) % 17))).collect();
+        out.push(RecordBatch::try_new(schema.clone(), vec![Arc::new(k), Arc::new(p), Arc::new(s)]).unwrap());
+    }
+    out
+}
+
+fn source(schema: SchemaRef, batches: Vec<RecordBatch>) -> Arc<dyn ExecutionPlan> {
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
+    Arc::new(InputExec::new(0, schema, Box::new(reader)))
+}
+
+fn on() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
+    vec![(Arc::new(Column::new("bk", 0)) as PhysicalExprRef, Arc::new(Column::new("pk", 0)) as PhysicalExprRef)]
+}
+
+/// Residual condition `bp < pq`.
+fn residual() -> JoinFilter {
+    let schema =
+        Arc::new(Schema::new(vec![Field::new("bp", DataType::Int64, true), Field::new("pq", DataType::Int64, true)]));
+    let expr = Arc::new(BinaryExpr::new(Arc::new(Column::new("bp", 0)), Operator::Lt, Arc::new(Column::new("pq", 1))));
+    JoinFilter::new(
+        expr,
+        vec![ColumnIndex { index: 1, side: JoinSide::Left }, ColumnIndex { index: 1, side: JoinSide::Right }],
+        schema,
+    )
+}
+
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let mut out = vec![];
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let cells: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| if c.is_null(r) { "∅".into() } else { array_value_to_string(c, r).unwrap() })
+                .collect();
+            out.push(cells.join("|"));
+        }
+    }
+    out.sort();
+    out
+}
+
+async fn collect(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
+    let mut stream = plan.execute(0, ctx)?;
+    let mut out = vec![];
+    while let Some(b) = stream.next().await {
+        out.push(b?);
+    }
+    Ok(out)
+}
+
+struct Env {
+    ctx: Arc<TaskContext>,
+    pool: Arc<BrokerMemoryPool>,
+    broker: Arc<FixedBroker>,
+    dir: tempfile::TempDir,
+}
+
+fn env(budget: usize, compression: SpillCompression) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Arc::new(FixedBroker::new(budget));
+    let pool = Arc::new(BrokerMemoryPool::new(broker.clone()));
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(pool.clone() as Arc<dyn MemoryPool>)
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir.path().into()])),
+        )
+        .build_arc()
+        .unwrap();
+    let session = SessionConfig::new().with_batch_size(BATCH).with_spill_compression(compression);
+    let ctx = Arc::new(TaskContext::default().with_session_config(session).with_runtime(runtime));
+    Env { ctx, pool, broker, dir }
+}
+
+fn files_under(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            n += files_under(&e.path());
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[derive(Default, Debug)]
+struct Seen {
+    spilled: usize,
+    split: usize,
+    chunked: usize,
+    spill_files: usize,
+}
+
+struct Case {
+    build: Shape,
+    probe: Shape,
+    cap: usize,
+    bits: u32,
+}
+
+/// Runs every join type (with and without the residual filter, both compressions) against `HashJoinExec`.
+/// Returns the summed path metrics.
+async fn check(case: &Case, null_equality: NullEquality) -> Seen {
+    check_on(case, null_equality, on).await
+}
+
+/// Keys (bk, bs) = (pk, ps): a long and a string.
+fn two_keys() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
+    let mut keys = on();
+    keys.push((Arc::new(Column::new("bs", 2)), Arc::new(Column::new("ps", 2))));
+    keys
+}
+
+async fn check_on(
+    case: &Case,
+    null_equality: NullEquality,
+    on: fn() -> Vec<(PhysicalExprRef, PhysicalExprRef)>,
+) -> Seen {
+    let build = side(build_schema(), case.build, 1);
+    let probe = side(probe_schema(), case.probe, 2);
+    let mut seen = Seen::default();
+    for compression in [SpillCompression::Uncompressed, SpillCompression::Lz4Frame] {
+        for join_type in ALL_TYPES {
+            for filter in [None, Some(residual())] {
+                let what = format!("{join_type:?} filter={} {compression:?}", filter.is_some());
+                let reference = HashJoinExec::try_new(
+                    source(build_schema(), build.clone()),
+                    source(probe_schema(), probe.clone()),
+                    on(),
+                    filter.clone(),
+                    &join_type,
+                    None,
+                    PartitionMode::CollectLeft,
+                    null_equality,
+                    false,
+                )
+                .unwrap();
+                let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+
+                let e = env(64 << 20, compression);
+                let join = Arc::new(
+                    SpillingHashJoinExec::try_new(
+                        source(build_schema(), build.clone()),
+                        source(probe_schema(), probe.clone()),
+                        on(),
+                        filter,
+                        join_type,
+                        null_equality,
+                        SpillingHashJoinConfig { max_build_buffer_bytes: case.cap, bucket_bits: case.bits },
+                    )
+                    .unwrap(),
+                );
+                let actual = collect(join.clone(), e.ctx.clone()).await.unwrap_or_else(|err| panic!("{what}: {err}"));
+                assert_eq!(actual.first().map(|b| b.schema()).unwrap_or(join.schema()), join.schema(), "{what}");
+                let (exp, act) = (rows(&expected), rows(&actual));
+                assert_eq!(exp.len(), act.len(), "{what}: row count");
+                assert!(exp == act, "{what}: rows differ");
+
+                let m = join.metrics().unwrap();
+                let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+                if case.cap > 0 {
+                    assert!(get("peak_reserved_bytes") <= case.cap, "{what}: reserved over the cap");
+                }
+                assert_eq!(get("build_rows"), case.build.rows, "{what}");
+                if case.build.rows > 0 {
+                    assert_eq!(get("probe_rows"), case.probe.rows, "{what}");
+                }
+                assert_eq!(m.output_rows(), Some(act.len()), "{what}");
+                seen.spilled += get("spilled_buckets");
+                seen.split += get("split_buckets");
+                seen.chunked += get("chunked_buckets");
+                seen.spill_files += m.spill_count().unwrap_or(0);
+                drop(join);
+                assert_eq!(e.pool.reserved(), 0, "{what}: bytes left reserved");
+                assert_eq!(e.broker.used(), 0, "{what}: bytes not returned to the broker");
+                assert_eq!(files_under(e.dir.path()), 0, "{what}: spill files left");
+            }
+        }
+    }
+    seen
+}
+
+const PLAIN: Shape = Shape { rows: 3000, domain: 1500, null_keys: 0.05, hot: 0.0 };
+const PROBE: Shape = Shape { rows: 3000, domain: 1500, null_keys: 0.05, hot: 0.0 };
+
+#[tokio::test]
+async fn in_memory_is_hash_join() {
+    let seen = check(&Case { build: PLAIN, probe: PROBE, cap: 0, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    assert_eq!(seen.spilled + seen.split + seen.chunked + seen.spill_files, 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn bucketed_resident_and_spilled() {
+    let seen =
+        check(&Case { build: PLAIN, probe: PROBE, cap: 160 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    assert!(seen.spilled > 0 && seen.split == 0 && seen.chunked == 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn every_bucket_spilled_and_split_again() {
+    // Two buckets, each larger than the cap: both spill, and both are split again.
+    let seen =
+        check(&Case { build: PLAIN, probe: PROBE, cap: 100 << 10, bits: 1 }, NullEquality::NullEqualsNothing).await;
+    assert!(seen.spilled >= 2 * 40 && seen.split > 0 && seen.chunked == 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn chunked_for_a_hot_key() {
+    let build = Shape { rows: 1500, hot: 0.6, ..PLAIN };
+    let probe = Shape { hot: 0.02, ..PROBE };
+    let seen = check(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    assert!(seen.chunked > 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn two_keys_long_and_string() {
+    let build = Shape { rows: 1500, hot: 0.5, ..PLAIN };
+    let probe = Shape { hot: 0.05, ..PROBE };
+    let seen =
+        check_on(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing, two_keys).await;
+    assert!(seen.spilled > 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn chunked_for_null_keys() {
+    let build = Shape { null_keys: 0.6, ..PLAIN };
+    let probe = Shape { null_keys: 0.3, ..PROBE };
+    let seen = check(&Case { build, probe, cap: 120 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    assert!(seen.chunked > 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn null_equals_null_chunked() {
+    let build = Shape { rows: 1500, null_keys: 0.5, ..PLAIN };
+    let probe = Shape { rows: 600, null_keys: 0.1, ..PROBE };
+    let seen = check(&Case { build, probe, cap: 40 << 10, bits: 4 }, NullEquality::NullEqualsNull).await;
+    assert!(seen.chunked > 0, "{seen:?}");
+}
+
+#[tokio::test]
+async fn empty_build_and_empty_probe() {
+    let empty = Shape { rows: 0, ..PLAIN };
+    check(&Case { build: empty, probe: PROBE, cap: 100 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    let seen =
+        check(&Case { build: PLAIN, probe: empty, cap: 100 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
+    assert!(seen.spilled > 0, "{seen:?}");
+}
+
+/// Under a small budget of the fake Spark memory manager itself (no cap): spills, never over the budget.
+#[tokio::test]
+async fn under_a_small_broker_budget() {
+    let build = side(build_schema(), Shape { hot: 0.3, ..PLAIN }, 3);
+    let probe = side(probe_schema(), PROBE, 4);
+    for join_type in ALL_TYPES {
+        let reference = HashJoinExec::try_new(
+            source(build_schema(), build.clone()),
+            source(probe_schema(), probe.clone()),
+            on(),
+            Some(residual()),
+            &join_type,
+            None,
+            PartitionMode::CollectLeft,
+            NullEquality::NullEqualsNothing,
+            false,
+        )
+        .unwrap();
+        let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+        let budget = 150 << 10;
+        let e = env(budget, SpillCompression::Lz4Frame);
+        let join = Arc::new(
+            SpillingHashJoinExec::try_new(
+                source(build_schema(), build.clone()),
+                source(probe_schema(), probe.clone()),
+                on(),
+                Some(residual()),
+                join_type,
+                NullEquality::NullEqualsNothing,
+                SpillingHashJoinConfig::default(),
+            )
+            .unwrap(),
+        );
+        let actual = collect(join.clone(), e.ctx.clone()).await.unwrap();
+        assert!(rows(&expected) == rows(&actual), "{join_type:?}");
+        let m = join.metrics().unwrap();
+        assert!(m.sum_by_name("spilled_buckets").unwrap().as_usize() > 0);
+        assert!(e.pool.peak() <= budget && e.broker.peak() <= budget);
+        drop(join);
+        assert_eq!(e.broker.used(), 0);
+        assert_eq!(files_under(e.dir.path()), 0);
+    }
+}
+
+/// A join dropped mid-stream (a cancelled task) leaves no files and no reserved bytes.
+#[tokio::test]
+async fn dropped_mid_stream_leaves_nothing() {
+    for join_type in [JoinType::Full, JoinType::RightAnti, JoinType::Inner] {
+        let build = side(build_schema(), Shape { hot: 0.5, ..PLAIN }, 5);
+        let probe = side(probe_schema(), Shape { hot: 0.2, ..PROBE }, 6);
+        let e = env(64 << 20, SpillCompression::Lz4Frame);
+        let join = SpillingHashJoinExec::try_new(
+            source(build_schema(), build),
+            source(probe_schema(), probe),
+            on(),
+            None,
+            join_type,
+            NullEquality::NullEqualsNothing,
+            SpillingHashJoinConfig { max_build_buffer_bytes: 120 << 10, bucket_bits: 4 },
+        )
+        .unwrap();
+        let mut stream = join.execute(0, e.ctx.clone()).unwrap();
+        let mut pulled = 0;
+        while pulled < 3 {
+            stream.next().await.unwrap().unwrap();
+            pulled += 1;
+        }
+        assert!(e.pool.reserved() > 0 || files_under(e.dir.path()) > 0, "{join_type:?}: nothing was under way");
+        drop(stream);
+        assert_eq!(e.pool.reserved(), 0, "{join_type:?}");
+        assert_eq!(e.broker.used(), 0, "{join_type:?}");
+        assert_eq!(files_under(e.dir.path()), 0, "{join_type:?}");
+    }
+}
+
+/// When not even one build batch can be reserved and nothing is left to spill: a clean error, nothing left over.
+#[tokio::test]
+async fn nothing_left_to_spill_is_resources_exhausted() {
+    let e = env(64 << 20, SpillCompression::Uncompressed);
+    let join = SpillingHashJoinExec::try_new(
+        source(build_schema(), side(build_schema(), Shape { hot: 0.9, ..PLAIN }, 7)),
+        source(probe_schema(), side(probe_schema(), PROBE, 8)),
+        on(),
+        None,
+        JoinType::Inner,
+        NullEquality::NullEqualsNothing,
+        SpillingHashJoinConfig { max_build_buffer_bytes: 2 << 10, bucket_bits: 4 },
+    )
+    .unwrap();
+    let err = collect(Arc::new(join), e.ctx.clone()).await.unwrap_err();
+    assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
+    assert_eq!(e.pool.reserved(), 0);
+    assert_eq!(files_under(e.dir.path()), 0);
+}
+
+/// The proto arm: Spark's join type, build side and condition (over left ++ right), forced to spill by the
+/// `max_build_buffer_bytes` knob; build on the right is swapped inside and the columns come back in Spark's order.
+#[tokio::test]
+async fn from_proto_build_right_with_condition() {
+    use common::{cmp, col, input, op};
+    use ember_engine::planner::Planner;
+    use ember_engine::proto as pb;
+
+    let build = side(build_schema(), Shape { hot: 0.2, ..PLAIN }, 9);
+    let probe = side(probe_schema(), PROBE, 10);
+    let cases = [
+        (pb::JoinType::Inner, JoinType::Inner),
+        (pb::JoinType::LeftOuter, JoinType::Left),
+        (pb::JoinType::RightOuter, JoinType::Right),
+        (pb::JoinType::FullOuter, JoinType::Full),
+        (pb::JoinType::LeftSemi, JoinType::LeftSemi),
+        (pb::JoinType::LeftAnti, JoinType::LeftAnti),
+        (pb::JoinType::LeftMark, JoinType::LeftMark),
+    ];
+    for build_side in [pb::BuildSide::Left, pb::BuildSide::Right] {
+        for (pb_type, join_type) in cases {
+            // Spark's left is the probe data, its right the build data, so building on the right spills.
+            let (left, right) = (probe.clone(), build.clone());
+            let (ls, rs) = (probe_schema(), build_schema());
+            let hj = pb::HashJoin {
+                join_type: pb_type as i32,
+                build_side: build_side as i32,
+                left_keys: vec![col(0, &DataType::Int64)],
+                right_keys: vec![col(0, &DataType::Int64)],
+                null_safe: vec![false],
+                // pq (left #1) > bp (right #1, joined #4)
+                condition: Some(cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), col(4, &DataType::Int64))),
+                max_build_buffer_bytes: 100 << 10,
+                bucket_bits: 3,
+            };
+            let mut right_input = input(1, &rs);
+            if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+                i.input_index = 1;
+            }
+            let plan_op = op(1, pb::operator::Kind::HashJoin(hj), vec![input(0, &ls), right_input]);
+            let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
+                Box::new(RecordBatchIterator::new(left.clone().into_iter().map(Ok), ls.clone())),
+                Box::new(RecordBatchIterator::new(right.clone().into_iter().map(Ok), rs.clone())),
+            ];
+            let plan = Planner::new(readers).create_plan(&plan_op).unwrap();
+
+            let filter_schema = Arc::new(Schema::new(vec![
+                Field::new("pq", DataType::Int64, true),
+                Field::new("bp", DataType::Int64, true),
+            ]));
+            let filter = JoinFilter::new(
+                Arc::new(BinaryExpr::new(Arc::new(Column::new("pq", 0)), Operator::Gt, Arc::new(Column::new("bp", 1)))),
+                vec![ColumnIndex { index: 1, side: JoinSide::Left }, ColumnIndex { index: 1, side: JoinSide::Right }],
+                filter_schema,
+            );
+            let on = vec![(
+                Arc::new(Column::new("pk", 0)) as PhysicalExprRef,
+                Arc::new(Column::new("bk", 0)) as PhysicalExprRef,
+            )];
+            let reference = HashJoinExec::try_new(
+                source(ls.clone(), left),
+                source(rs.clone(), right),
+                on,
+                Some(filter),
+                &join_type,
+                None,
+                PartitionMode::CollectLeft,
+                NullEquality::NullEqualsNothing,
+                false,
+            )
+            .unwrap();
+            let what = format!("{join_type:?} build {build_side:?}");
+            assert_eq!(plan.schema().fields().len(), reference.schema().fields().len(), "{what}");
+            let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+            let e = env(64 << 20, SpillCompression::Lz4Frame);
+            let actual = collect(plan.clone(), e.ctx.clone()).await.unwrap();
+            assert!(rows(&expected) == rows(&actual), "{what}");
+            assert_eq!(plan.name(), "SpillingHashJoinExec", "no projection on top: metrics stay on the node");
+            assert!(plan.metrics().unwrap().sum_by_name("spilled_buckets").unwrap().as_usize() > 0, "{what}");
+            assert_eq!(e.broker.used(), 0, "{what}");
+            assert_eq!(files_under(e.dir.path()), 0, "{what}");
+        }
+    }
+}
+
+/// A rough micro benchmark, not a test: `cargo test -p ember-engine --test spilling_hash_join -- --ignored
+/// --nocapture micro_benchmark`. Debug builds of Ember itself (dependencies at opt-level 1) make the figures
+/// indicative only; the real benchmark is in dev/bench.
+#[tokio::test]
+#[ignore]
+async fn micro_benchmark() {
+    let build = side(build_schema(), Shape { rows: 200_000, domain: 200_000, null_keys: 0.0, hot: 0.0 }, 11);
+    let probe = side(probe_schema(), Shape { rows: 1_000_000, domain: 400_000, null_keys: 0.0, hot: 0.0 }, 12);
+    let build_cost: usize = build.iter().map(ember_engine::operators::spilling_hash_join::batch_cost).sum();
+    for join_type in [JoinType::Inner, JoinType::Full] {
+        let t = std::time::Instant::now();
+        let reference = HashJoinExec::try_new(
+            source(build_schema(), build.clone()),
+            source(probe_schema(), probe.clone()),
+            on(),
+            None,
+            &join_type,
+            None,
+            PartitionMode::CollectLeft,
+            NullEquality::NullEqualsNothing,
+            false,
+        )
+        .unwrap();
+        let n: usize = collect(Arc::new(reference), Arc::new(TaskContext::default()))
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
+        println!("{join_type:?} HashJoinExec: {n} rows in {:?}", t.elapsed());
+        for (what, cap) in [("in memory", 0), ("cap 1/4 of build", build_cost / 4), ("cap 1/16", build_cost / 16)] {
+            let e = env(1 << 30, SpillCompression::Lz4Frame);
+            let t = std::time::Instant::now();
+            let join = Arc::new(
+                SpillingHashJoinExec::try_new(
+                    source(build_schema(), build.clone()),
+                    source(probe_schema(), probe.clone()),
+                    on(),
+                    None,
+                    join_type,
+                    NullEquality::NullEqualsNothing,
+                    SpillingHashJoinConfig { max_build_buffer_bytes: cap, bucket_bits: 4 },
+                )
+                .unwrap(),
+            );
+            let m: usize = collect(join.clone(), e.ctx.clone()).await.unwrap().iter().map(|b| b.num_rows()).sum();
+            assert_eq!(n, m);
+            let metrics = join.metrics().unwrap();
+            let get = |name: &str| metrics.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+            println!(
+                "{join_type:?} spilling join, {what}: {:?}; spilled {} buckets, split {}, chunked {}, {} files, \
+                 {} bytes, peak reserved {}",
+                t.elapsed(),
+                get("spilled_buckets"),
+                get("split_buckets"),
+                get("chunked_buckets"),
+                metrics.spill_count().unwrap_or(0),
+                metrics.spilled_bytes().unwrap_or(0),
+                get("peak_reserved_bytes")
+            );
+        }
+    }
+}
+
+/// Random shapes, caps and fan-outs (seeded): every join type, with and without the residual, against
+/// `HashJoinExec`.
+#[tokio::test]
+async fn random_configurations() {
+    let mut rng = StdRng::seed_from_u64(42);
+    for _ in 0..4 {
+        let build = Shape {
+            rows: rng.random_range(1..1200),
+            domain: rng.random_range(1..600),
+            null_keys: rng.random_range(0.0..0.4),
+            hot: rng.random_range(0.0..0.5),
+        };
+        let probe = Shape {
+            rows: rng.random_range(0..1200),
+            domain: rng.random_range(1..600),
+            null_keys: rng.random_range(0.0..0.4),
+            hot: rng.random_range(0.0..0.05),
+        };
+        let case = Case { build, probe, cap: rng.random_range(30..120) << 10, bits: rng.random_range(1..=5) };
+        let null_equality =
+            if rng.random_bool(0.3) { NullEquality::NullEqualsNull } else { NullEquality::NullEqualsNothing };
+        check(&case, null_equality).await;
+    }
+}
