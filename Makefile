@@ -7,6 +7,7 @@ JAR := spark/target/ember-spark-0.1.0-SNAPSHOT.jar
 MVN := mvn -B -q -f spark/pom.xml
 NATIVE_DIR := spark/target/native/$(PLATFORM)
 PYTHON ?= python3
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench docs clean
@@ -16,13 +17,13 @@ all: jar
 # Release library (for the demo, benchmarks and users).
 native:
 	cargo build --release -p ember-jni
-	mkdir -p $(NATIVE_DIR) && cp target/release/$(LIB) $(NATIVE_DIR)/$(LIB)
+	mkdir -p $(NATIVE_DIR) && cp $(TARGET_DIR)/release/$(LIB) $(NATIVE_DIR)/$(LIB)
 
 # Test library: the dev profile (dependencies at opt-level 1, no debuginfo), shared with the Rust tests so
 # CI compiles DataFusion once.
 native-dev:
 	cargo build --workspace
-	mkdir -p $(NATIVE_DIR) && cp target/debug/$(LIB) $(NATIVE_DIR)/$(LIB)
+	mkdir -p $(NATIVE_DIR) && cp $(TARGET_DIR)/debug/$(LIB) $(NATIVE_DIR)/$(LIB)
 
 jar: native
 	$(MVN) package -DskipTests
@@ -33,7 +34,7 @@ jar-dev: native-dev
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(MVN) mvn-scalafmt_2.13:format -Dscalafmt.validateOnly=true
+	$(MVN) org.antipathy:mvn-scalafmt_2.13:1.1.1713302731.c3d0074:format -Dscalafmt.validateOnly=true
 
 test-rust:
 	cargo test --workspace
@@ -57,7 +58,7 @@ $(VENV)/bin/spark-submit:
 	$(VENV)/bin/pip install -q pyspark==4.1.3
 
 demo: $(VENV)/bin/spark-submit
-	@test -f target/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
+	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
 
 clean:

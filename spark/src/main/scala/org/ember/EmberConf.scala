@@ -9,6 +9,7 @@ import org.apache.spark.sql.internal.SQLConf
 object EmberConf {
 
   final case class Entry[T](key: String, default: T, doc: String, parse: String => T) {
+
     /** The value in the current session (SQL conf), read at planning time on the driver. */
     def get(conf: SQLConf = SQLConf.get): T =
       Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
@@ -32,62 +33,73 @@ object EmberConf {
     "spark.ember.enabled",
     default = true,
     "Master switch. When false, every query runs on Spark's own operators. A runtime SQL conf: " +
-      "`spark.conf.set(\"spark.ember.enabled\", false)` turns Ember off for the following queries of the session.")
+      "`spark.conf.set(\"spark.ember.enabled\", false)` turns Ember off for the following queries of the session."
+  )
 
   val EXEC_FILTER: Entry[Boolean] = bool(
     "spark.ember.exec.filter.enabled",
     default = true,
-    "Run `FilterExec` natively (as `EmberFilterExec`).")
+    "Run `FilterExec` natively (as `EmberFilterExec`)."
+  )
 
   val EXEC_PROJECT: Entry[Boolean] = bool(
     "spark.ember.exec.project.enabled",
     default = true,
-    "Run `ProjectExec` natively (as `EmberProjectExec`).")
+    "Run `ProjectExec` natively (as `EmberProjectExec`)."
+  )
 
   val EXEC_SORT: Entry[Boolean] = bool(
     "spark.ember.exec.sort.enabled",
     default = true,
-    "Run `SortExec` natively (as `EmberSortExec`, DataFusion's sort, which spills under Spark's memory pool).")
+    "Run `SortExec` natively (as `EmberSortExec`, DataFusion's sort, which spills under Spark's memory pool)."
+  )
 
   val EXEC_LIMIT: Entry[Boolean] = bool(
     "spark.ember.exec.limit.enabled",
     default = true,
-    "Run `LocalLimitExec` and `GlobalLimitExec` natively (as `EmberLocalLimitExec` / `EmberGlobalLimitExec`).")
+    "Run `LocalLimitExec` and `GlobalLimitExec` natively (as `EmberLocalLimitExec` / `EmberGlobalLimitExec`)."
+  )
 
   val EXPLAIN_FALLBACK: Entry[Boolean] = bool(
     "spark.ember.explainFallback.enabled",
     default = false,
     "Log, once per planned query, every operator that stayed in Spark and why. The reasons also appear in " +
       "`EXPLAIN EXTENDED`/`FORMATTED` output when `spark.sql.extendedExplainProviders` includes " +
-      "`org.ember.EmberExplainInfo`.")
+      "`org.ember.EmberExplainInfo`."
+  )
 
   val BATCH_SIZE: Entry[Long] = long(
     "spark.ember.batchSize",
     default = 8192,
-    "Rows per Arrow batch between Spark and the native engine, and inside it.")
+    "Rows per Arrow batch between Spark and the native engine, and inside it."
+  )
 
   val SPILL_COMPRESSION: Entry[String] = string(
     "spark.ember.spill.compression",
     default = "lz4",
-    "Compression of native spill files (Arrow IPC): `lz4` or `none`.")
+    "Compression of native spill files (Arrow IPC): `lz4` or `none`."
+  )
 
   val SORT_SPILL_RESERVATION: Entry[Long] = long(
     "spark.ember.sort.spillReservationBytes",
     default = 0,
     "Memory a native sort sets aside up front for merging its spill files; 0 keeps DataFusion's default " +
-      "(10 MiB). Lower it only for very small off-heap budgets.")
+      "(10 MiB). Lower it only for very small off-heap budgets."
+  )
 
   val NATIVE_LOG_LEVEL: Entry[String] = string(
     "spark.ember.native.logLevel",
     default = "warn",
     "Level of the native engine's log (error, warn, info, debug, trace), written to the executor's stderr. " +
-      "Read once per executor at start-up.")
+      "Read once per executor at start-up."
+  )
 
   val NATIVE_LOG_CONFIG: Entry[String] = string(
     "spark.ember.native.logConfigFile",
     default = "",
     "A log4rs YAML file for the native engine's logging; when set it replaces spark.ember.native.logLevel. " +
-      "Read once per executor at start-up.")
+      "Read once per executor at start-up."
+  )
 
   def all: Seq[Entry[_]] = entries.toSeq
 

@@ -1,6 +1,5 @@
 package org.ember
 
-
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, SparkPlugin}
 import org.apache.spark.sql.ember.{EmberDriverPlugin, EmberExecutorPlugin}
 
@@ -12,4 +11,3 @@ class EmberPlugin extends SparkPlugin {
   override def driverPlugin(): DriverPlugin = new EmberDriverPlugin
   override def executorPlugin(): ExecutorPlugin = new EmberExecutorPlugin
 }
-

@@ -18,6 +18,7 @@ case class EmberColumnarRule(session: SparkSession) extends ColumnarRule {
 }
 
 object EmberExecRule {
+
   /** Why an operator stayed in Spark; shown by explain (see [[org.ember.EmberExplainInfo]]) and by tests. */
   val FallbackReasons: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("ember.fallbackReasons")
 
@@ -56,7 +57,9 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case other => EmberInputExec(other)
   }
 
-  private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(build: proto.Operator => SparkPlan): SparkPlan = {
+  private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(
+      build: proto.Operator => SparkPlan
+  ): SparkPlan = {
     if (!serde.enabled.get(session.sessionState.conf)) {
       tag(plan, s"${serde.enabled.key} is false")
       plan
@@ -73,13 +76,16 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
   private def convert(plan: SparkPlan): SparkPlan = plan match {
     case _: EmberExec => plan
     case f: FilterExec => attempt(f, FilterSerde)(op => EmberFilterExec(f.condition, native(f.child), op))
-    case p: ProjectExec => attempt(p, ProjectSerde)(op => EmberProjectExec(p.projectList, native(p.child), op))
+    case p: ProjectExec =>
+      attempt(p, ProjectSerde)(op => EmberProjectExec(p.projectList, native(p.child), op))
     case s: SortExec => attempt(s, SortSerde)(op => EmberSortExec(s.sortOrder, s.global, native(s.child), op))
-    case l: LocalLimitExec => attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
+    case l: LocalLimitExec =>
+      attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
     case g: GlobalLimitExec =>
       attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
     case other =>
-      if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode]) tag(other, s"${other.nodeName} has no native implementation")
+      if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
+        tag(other, s"${other.nodeName} has no native implementation")
       other
   }
 }

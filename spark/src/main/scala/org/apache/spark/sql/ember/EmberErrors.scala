@@ -1,6 +1,12 @@
 package org.apache.spark.sql.ember
 
-import org.apache.spark.{QueryContext, SparkArithmeticException, SparkDateTimeException, SparkNumberFormatException, SparkRuntimeException}
+import org.apache.spark.{
+  QueryContext,
+  SparkArithmeticException,
+  SparkDateTimeException,
+  SparkNumberFormatException,
+  SparkRuntimeException
+}
 import org.ember.jni.EmberSparkError
 
 /** Native Spark error conditions → the exceptions Spark itself throws for them. */

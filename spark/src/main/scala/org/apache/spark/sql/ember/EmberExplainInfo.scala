@@ -4,6 +4,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QueryStageExec}
 
 object EmberExplainInfo extends AdaptiveSparkPlanHelper {
+
   /** One line per operator left to Spark: `NodeName: reason; reason`. */
   def fallbackLines(plan: SparkPlan): Seq[String] = {
     val seen = scala.collection.mutable.LinkedHashSet.empty[String]

@@ -18,13 +18,15 @@ class EmberDriverPlugin extends DriverPlugin with Logging {
       logWarning(
         "Ember is installed but spark.memory.offHeap.enabled is false: native memory must come from " +
           "Spark's off-heap pool, so every query runs on Spark's own operators. Set " +
-          "spark.memory.offHeap.enabled=true and spark.memory.offHeap.size to use Ember.")
+          "spark.memory.offHeap.enabled=true and spark.memory.offHeap.size to use Ember."
+      )
     }
     Collections.emptyMap()
   }
 }
 
 object EmberDriverPlugin {
+
   /** Adds Ember's extensions to `spark.sql.extensions` before the first session reads it. */
   def registerExtensions(sc: SparkContext): Unit = {
     val key = StaticSQLConf.SPARK_SESSION_EXTENSIONS.key
@@ -44,10 +46,13 @@ class EmberExecutorPlugin extends ExecutorPlugin with Logging {
       NativeLib.load()
       NativeLib.initLogging(
         EmberConf.NATIVE_LOG_LEVEL.get(k => conf.getOption(k)),
-        EmberConf.NATIVE_LOG_CONFIG.get(k => conf.getOption(k)))
+        EmberConf.NATIVE_LOG_CONFIG.get(k => conf.getOption(k))
+      )
     } catch {
       case e: Throwable =>
-        logError(s"Ember: native library unavailable on this executor (${NativeLib.platform()}): ${e.getMessage}")
+        logError(
+          s"Ember: native library unavailable on this executor (${NativeLib.platform()}): ${e.getMessage}"
+        )
     }
   }
 }

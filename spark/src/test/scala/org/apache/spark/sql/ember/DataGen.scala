@@ -14,22 +14,25 @@ import org.apache.spark.sql.types._
  */
 object DataGen {
 
-  val schema: StructType = StructType(Seq(
-    StructField("id", LongType, nullable = false),
-    StructField("b", BooleanType),
-    StructField("i8", ByteType),
-    StructField("i16", ShortType),
-    StructField("i32", IntegerType),
-    StructField("i64", LongType),
-    StructField("f32", FloatType),
-    StructField("f64", DoubleType),
-    StructField("dec", DecimalType(10, 2)),
-    StructField("dec38", DecimalType(38, 10)),
-    StructField("s", StringType),
-    StructField("bin", BinaryType),
-    StructField("dt", DateType),
-    StructField("ts", TimestampType),
-    StructField("ntz", TimestampNTZType)))
+  val schema: StructType = StructType(
+    Seq(
+      StructField("id", LongType, nullable = false),
+      StructField("b", BooleanType),
+      StructField("i8", ByteType),
+      StructField("i16", ShortType),
+      StructField("i32", IntegerType),
+      StructField("i64", LongType),
+      StructField("f32", FloatType),
+      StructField("f64", DoubleType),
+      StructField("dec", DecimalType(10, 2)),
+      StructField("dec38", DecimalType(38, 10)),
+      StructField("s", StringType),
+      StructField("bin", BinaryType),
+      StructField("dt", DateType),
+      StructField("ts", TimestampType),
+      StructField("ntz", TimestampNTZType)
+    )
+  )
 
   private def pick[T](r: Random, extremes: Seq[T], random: => T): T =
     if (r.nextInt(5) == 0) extremes(r.nextInt(extremes.size)) else random
@@ -43,15 +46,82 @@ object DataGen {
     maybeNull(r, pick(r, Seq(Short.MinValue, Short.MaxValue, 0.toShort), (r.nextInt(2000) - 1000).toShort)),
     maybeNull(r, pick(r, Seq(Int.MinValue, Int.MaxValue, 0, -1), r.nextInt(2000) - 1000)),
     maybeNull(r, pick(r, Seq(Long.MinValue, Long.MaxValue, 0L, -1L), r.nextLong() % 100000L)),
-    maybeNull(r, pick(r, Seq(Float.NaN, -0.0f, 0.0f, Float.PositiveInfinity, Float.NegativeInfinity, Float.MinPositiveValue), r.nextFloat() * 100 - 50)),
-    maybeNull(r, pick(r, Seq(Double.NaN, -0.0, 0.0, Double.PositiveInfinity, Double.NegativeInfinity, Double.MaxValue, -Double.MaxValue), r.nextGaussian() * 1000)),
-    maybeNull(r, pick(r, Seq(BigDecimal("99999999.99"), BigDecimal("-99999999.99"), BigDecimal(0)), BigDecimal(r.nextInt(100000), 2)).bigDecimal),
-    maybeNull(r, pick(r, Seq(BigDecimal("9999999999999999999999999999.9999999999"), BigDecimal("-0.0000000001")), BigDecimal(r.nextLong(), 10)).bigDecimal),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(Float.NaN, -0.0f, 0.0f, Float.PositiveInfinity, Float.NegativeInfinity, Float.MinPositiveValue),
+        r.nextFloat() * 100 - 50
+      )
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(
+          Double.NaN,
+          -0.0,
+          0.0,
+          Double.PositiveInfinity,
+          Double.NegativeInfinity,
+          Double.MaxValue,
+          -Double.MaxValue
+        ),
+        r.nextGaussian() * 1000
+      )
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(BigDecimal("99999999.99"), BigDecimal("-99999999.99"), BigDecimal(0)),
+        BigDecimal(r.nextInt(100000), 2)
+      ).bigDecimal
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(BigDecimal("9999999999999999999999999999.9999999999"), BigDecimal("-0.0000000001")),
+        BigDecimal(r.nextLong(), 10)
+      ).bigDecimal
+    ),
     maybeNull(r, pick(r, Seq("", " ", "ä€😀", "NULL", "a" * 100), s"s${r.nextInt(50)}")),
-    maybeNull(r, pick(r, Seq(Array.emptyByteArray, Array[Byte](0, -1)), Array.fill(r.nextInt(5))(r.nextInt(256).toByte))),
-    maybeNull(r, pick(r, Seq(LocalDate.of(1, 1, 1), LocalDate.of(9999, 12, 31), LocalDate.of(1970, 1, 1)), LocalDate.ofEpochDay(r.nextInt(40000) - 10000))),
-    maybeNull(r, pick(r, Seq(Instant.EPOCH, Instant.parse("1900-01-01T00:00:00Z")), Instant.ofEpochSecond(r.nextInt(2000000000), r.nextInt(1000000) * 1000L))),
-    maybeNull(r, pick(r, Seq(LocalDateTime.of(2000, 2, 29, 23, 59, 59)), LocalDateTime.of(1970 + r.nextInt(100), 1 + r.nextInt(12), 1 + r.nextInt(28), r.nextInt(24), r.nextInt(60)))))
+    maybeNull(
+      r,
+      pick(r, Seq(Array.emptyByteArray, Array[Byte](0, -1)), Array.fill(r.nextInt(5))(r.nextInt(256).toByte))
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(LocalDate.of(1, 1, 1), LocalDate.of(9999, 12, 31), LocalDate.of(1970, 1, 1)),
+        LocalDate.ofEpochDay(r.nextInt(40000) - 10000)
+      )
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(Instant.EPOCH, Instant.parse("1900-01-01T00:00:00Z")),
+        Instant.ofEpochSecond(r.nextInt(2000000000), r.nextInt(1000000) * 1000L)
+      )
+    ),
+    maybeNull(
+      r,
+      pick(
+        r,
+        Seq(LocalDateTime.of(2000, 2, 29, 23, 59, 59)),
+        LocalDateTime.of(
+          1970 + r.nextInt(100),
+          1 + r.nextInt(12),
+          1 + r.nextInt(28),
+          r.nextInt(24),
+          r.nextInt(60)
+        )
+      )
+    )
+  )
 
   /** `rows` random rows in `partitions` partitions plus an empty first partition. */
   def table(spark: SparkSession, rows: Int, partitions: Int = 3, seed: Long = 42): DataFrame = {

@@ -10,7 +10,9 @@ class EmberFallbackSuite extends EmberQueryTest {
 
   private lazy val data = DataGen.table(spark, 500).cache()
 
-  private def reasonsOf[T](df: org.apache.spark.sql.classic.DataFrame)(pf: PartialFunction[Any, Boolean]): Seq[String] =
+  private def reasonsOf[T](df: org.apache.spark.sql.classic.DataFrame)(
+      pf: PartialFunction[Any, Boolean]
+  ): Seq[String] =
     executedNodes(df).filter(p => pf.applyOrElse(p, (_: Any) => false)).flatMap(EmberExecRule.fallbackReasons)
 
   test("an unsupported expression keeps the filter in Spark, with the reason") {

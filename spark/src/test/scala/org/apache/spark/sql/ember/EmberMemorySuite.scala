@@ -26,7 +26,8 @@ class EmberMemorySuite extends EmberQueryTest {
     .select(
       (col("id") * 7919 % rows).as("k"),
       col("id").as("v"),
-      concat(lit("payload-"), (col("id") % 100000).cast("string")).as("s"))
+      concat(lit("payload-"), (col("id") % 100000).cast("string")).as("s")
+    )
 
   private def spillDirs(): Seq[File] = {
     val local = SparkEnv.get.blockManager.diskBlockManager.localDirs.toSeq

@@ -9,14 +9,27 @@ class EmberOperatorSuite extends EmberQueryTest {
 
   private lazy val data: DataFrame = DataGen.table(spark, 3000).cache()
 
-  private val orderable = Seq("b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "dec38", "s", "bin", "dt", "ts", "ntz")
+  private val orderable =
+    Seq("b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "dec38", "s", "bin", "dt", "ts", "ntz")
 
   test("project: columns and literals of every type") {
     bothAnsiModes { _ =>
       checkSparkAnswerAndNative(
-        data.select(col("id"), col("s"), col("f64"), col("dec38"), lit(1.5).as("l1"), lit(null).cast("int").as("n"),
-          lit("x").as("lx"), col("bin"), col("ts"), col("ntz"), col("dt")),
-        Seq(cls[EmberProjectExec]))
+        data.select(
+          col("id"),
+          col("s"),
+          col("f64"),
+          col("dec38"),
+          lit(1.5).as("l1"),
+          lit(null).cast("int").as("n"),
+          lit("x").as("lx"),
+          col("bin"),
+          col("ts"),
+          col("ntz"),
+          col("dt")
+        ),
+        Seq(cls[EmberProjectExec])
+      )
     }
   }
 
@@ -25,7 +38,10 @@ class EmberOperatorSuite extends EmberQueryTest {
       for (c <- orderable) {
         val first = data.where(col(c).isNotNull).select(c).head().get(0)
         checkSparkAnswerAndNative(data.where(col(c) >= lit(first)), Seq(cls[EmberFilterExec]))
-        checkSparkAnswerAndNative(data.where(col(c) === lit(first) || col(c) < lit(first)), Seq(cls[EmberFilterExec]))
+        checkSparkAnswerAndNative(
+          data.where(col(c) === lit(first) || col(c) < lit(first)),
+          Seq(cls[EmberFilterExec])
+        )
         checkSparkAnswerAndNative(data.where(col(c) <=> lit(first)), Seq(cls[EmberFilterExec]))
         checkSparkAnswerAndNative(data.where(col(c) =!= col(c)), Seq(cls[EmberFilterExec]))
       }
@@ -45,42 +61,80 @@ class EmberOperatorSuite extends EmberQueryTest {
       val p = col("b") && col("i32") > 0 || !(col("s") === "s1") && col("dt").isNull
       checkSparkAnswerAndNative(data.where(p), Seq(cls[EmberFilterExec]))
       checkSparkAnswerAndNative(data.where(not(p) || col("i64").isNotNull), Seq(cls[EmberFilterExec]))
-      checkSparkAnswerAndNative(data.where(col("i32").isin(0, -1, 5, 7, Int.MaxValue)), Seq(cls[EmberFilterExec]))
-      checkSparkAnswerAndNative(data.where(col("s").isin("", "s3", "NULL") || col("s").isin(Seq.tabulate(30)(i => s"s$i"): _*)), Seq(cls[EmberFilterExec]))
       checkSparkAnswerAndNative(
-        data.select(col("id"), when(col("i32") > 0, col("s")).when(col("b"), lit("t")).otherwise(col("s")).as("c"),
-          coalesce(col("i64"), col("id")).as("co"), when(col("f64") > 0, lit(1)).as("pos")),
-        Seq(cls[EmberProjectExec]))
+        data.where(col("i32").isin(0, -1, 5, 7, Int.MaxValue)),
+        Seq(cls[EmberFilterExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where(col("s").isin("", "s3", "NULL") || col("s").isin(Seq.tabulate(30)(i => s"s$i"): _*)),
+        Seq(cls[EmberFilterExec])
+      )
+      checkSparkAnswerAndNative(
+        data.select(
+          col("id"),
+          when(col("i32") > 0, col("s")).when(col("b"), lit("t")).otherwise(col("s")).as("c"),
+          coalesce(col("i64"), col("id")).as("co"),
+          when(col("f64") > 0, lit(1)).as("pos")
+        ),
+        Seq(cls[EmberProjectExec])
+      )
     }
   }
 
   test("sort: every orderable type, both directions, both null orders") {
     bothAnsiModes { _ =>
       for (c <- orderable) {
-        checkSparkAnswerAndNative(data.sort(col(c).asc_nulls_first, col("id")), Seq(cls[EmberSortExec]), ordered = true)
-        checkSparkAnswerAndNative(data.sort(col(c).desc_nulls_last, col("id").desc), Seq(cls[EmberSortExec]), ordered = true)
+        checkSparkAnswerAndNative(
+          data.sort(col(c).asc_nulls_first, col("id")),
+          Seq(cls[EmberSortExec]),
+          ordered = true
+        )
+        checkSparkAnswerAndNative(
+          data.sort(col(c).desc_nulls_last, col("id").desc),
+          Seq(cls[EmberSortExec]),
+          ordered = true
+        )
       }
     }
   }
 
   test("sort: multiple keys, NaN largest and -0.0 == 0.0 as Spark orders them") {
-    checkSparkAnswerAndNative(data.sort(col("f64").desc, col("b"), col("id")), Seq(cls[EmberSortExec]), ordered = true)
-    checkSparkAnswerAndNative(data.sort(col("f32"), col("s").desc_nulls_first, col("id")), Seq(cls[EmberSortExec]), ordered = true)
-    checkSparkAnswerAndNative(data.sortWithinPartitions(col("dec"), col("id")), Seq(cls[EmberSortExec]), ordered = true)
+    checkSparkAnswerAndNative(
+      data.sort(col("f64").desc, col("b"), col("id")),
+      Seq(cls[EmberSortExec]),
+      ordered = true
+    )
+    checkSparkAnswerAndNative(
+      data.sort(col("f32"), col("s").desc_nulls_first, col("id")),
+      Seq(cls[EmberSortExec]),
+      ordered = true
+    )
+    checkSparkAnswerAndNative(
+      data.sortWithinPartitions(col("dec"), col("id")),
+      Seq(cls[EmberSortExec]),
+      ordered = true
+    )
   }
 
   test("filter + project + sort chain in one native block") {
     val df = checkSparkAnswerAndNative(
-      data.where(col("i32") > 0 && col("s").isNotNull).select(col("id"), col("s"), col("f64")).sort(col("s"), col("id")),
+      data
+        .where(col("i32") > 0 && col("s").isNotNull)
+        .select(col("id"), col("s"), col("f64"))
+        .sort(col("s"), col("id")),
       Seq(cls[EmberFilterExec], cls[EmberProjectExec], cls[EmberSortExec]),
-      ordered = true)
+      ordered = true
+    )
     // The sort and what feeds it directly are one native plan: only one input leaf per block.
     assert(nativeNodes(df).count(_.isInstanceOf[EmberInputExec]) <= 2)
   }
 
   test("limit and offset") {
     val one = spark.range(0, 1000, 1, 1).toDF("x")
-    checkSparkAnswerAndNative(one.where(col("x") % 3 === 0).limit(17).where(col("x") > 5), Seq(cls[EmberGlobalLimitExec]))
+    checkSparkAnswerAndNative(
+      one.where(col("x") % 3 === 0).limit(17).where(col("x") > 5),
+      Seq(cls[EmberGlobalLimitExec])
+    )
     checkSparkAnswerAndNative(one.offset(5).limit(10).where(col("x") > 0), Seq(cls[EmberGlobalLimitExec]))
     checkSparkAnswerAndNative(one.limit(0).where(col("x") > 0), Seq.empty)
   }
@@ -88,7 +142,12 @@ class EmberOperatorSuite extends EmberQueryTest {
   test("empty inputs") {
     val empty = data.where(lit(false))
     checkSparkAnswerAndNative(data.where(col("id") < 0).sort("s"), Seq(cls[EmberSortExec]))
-    checkSparkAnswerAndNative(spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], DataGen.schema).where(col("b")), Seq(cls[EmberFilterExec]))
+    checkSparkAnswerAndNative(
+      spark
+        .createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], DataGen.schema)
+        .where(col("b")),
+      Seq(cls[EmberFilterExec])
+    )
     assert(empty.collect().isEmpty)
   }
 }

@@ -7,7 +7,14 @@ import org.apache.spark.sql.{QueryTest, Row}
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
-import org.apache.spark.sql.execution.{FilterExec, GlobalLimitExec, LocalLimitExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.{
+  FilterExec,
+  GlobalLimitExec,
+  LocalLimitExec,
+  ProjectExec,
+  SortExec,
+  SparkPlan
+}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
@@ -62,7 +69,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   protected def checkSparkAnswerAndNative(
       query: => DataFrame,
       expectedNative: Seq[Class[_ <: EmberExec]],
-      ordered: Boolean = false): DataFrame = {
+      ordered: Boolean = false
+  ): DataFrame = {
     var sparkPlan: Seq[SparkPlan] = Nil
     val expected = withEmber(enabled = false) {
       val df = query
@@ -79,7 +87,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
         assert(
           natives.exists(n => cls.isInstance(n)),
           s"expected ${cls.getSimpleName} in the executed plan:\n${df.queryExecution.executedPlan}\n" +
-            s"fallbacks: ${EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan).mkString("; ")}")
+            s"fallbacks: ${EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan).mkString("; ")}"
+        )
       }
       val (e, a) =
         if (ordered) (exact(expected), exact(actual))
@@ -88,7 +97,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
         val firstDiff = e.zip(a).indexWhere { case (x, y) => x != y }
         fail(
           s"Ember's answer differs from Spark's (${e.size} vs ${a.size} rows; first difference at $firstDiff: " +
-            s"${e.lift(firstDiff)} vs ${a.lift(firstDiff)})\n${df.queryExecution.executedPlan}")
+            s"${e.lift(firstDiff)} vs ${a.lift(firstDiff)})\n${df.queryExecution.executedPlan}"
+        )
       }
       assertNoNativeMemoryHeld()
       df
@@ -101,7 +111,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberProjectExec] -> classOf[ProjectExec],
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
-    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec])
+    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec]
+  )
 
   /**
    * Whether Spark's own plan had the operator a native one replaces: a query the optimizer reduces to an empty
@@ -125,17 +136,22 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   /** Spark raises an error class with Ember off; Ember must raise the same one, from a native plan. */
   protected def checkSparkErrorAndNative(
       query: => DataFrame,
-      expectedNative: Seq[Class[_ <: EmberExec]]): String = {
+      expectedNative: Seq[Class[_ <: EmberExec]]
+  ): String = {
     val sparkError = withEmber(enabled = false) { intercept[Throwable](query.collect()) }
-    val sparkClass = errorClassOf(sparkError).getOrElse(fail(s"Spark's error has no error class: $sparkError"))
+    val sparkClass =
+      errorClassOf(sparkError).getOrElse(fail(s"Spark's error has no error class: $sparkError"))
     withEmber(enabled = true) {
       val df = query
       val natives = nativeNodes(df)
-      expectedNative.foreach(cls => assert(natives.exists(cls.isInstance(_)), s"no ${cls.getSimpleName} in plan"))
+      expectedNative.foreach(cls =>
+        assert(natives.exists(cls.isInstance(_)), s"no ${cls.getSimpleName} in plan")
+      )
       val emberError = intercept[Throwable](df.collect())
       assert(
         errorClassOf(emberError).contains(sparkClass),
-        s"Spark raised $sparkClass, Ember raised: $emberError")
+        s"Spark raised $sparkClass, Ember raised: $emberError"
+      )
     }
     assertNoNativeMemoryHeld()
     sparkClass

@@ -35,7 +35,8 @@ trait EmberExec extends SparkPlan {
     "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
     "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
     "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
-    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory"))
+    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory")
+  )
 
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = EmberBlock.execute(this)
 }
@@ -65,8 +66,11 @@ case class EmberFilterExec(condition: Expression, child: SparkPlan, nativeOperat
   override protected def withNewChildInternal(newChild: SparkPlan): EmberFilterExec = copy(child = newChild)
 }
 
-case class EmberProjectExec(projectList: Seq[NamedExpression], child: SparkPlan, nativeOperator: proto.Operator)
-    extends UnaryExecNode
+case class EmberProjectExec(
+    projectList: Seq[NamedExpression],
+    child: SparkPlan,
+    nativeOperator: proto.Operator
+) extends UnaryExecNode
     with EmberExec {
   override def output: Seq[Attribute] = projectList.map(_.toAttribute)
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -75,8 +79,12 @@ case class EmberProjectExec(projectList: Seq[NamedExpression], child: SparkPlan,
   override protected def withNewChildInternal(newChild: SparkPlan): EmberProjectExec = copy(child = newChild)
 }
 
-case class EmberSortExec(sortOrder: Seq[SortOrder], global: Boolean, child: SparkPlan, nativeOperator: proto.Operator)
-    extends UnaryExecNode
+case class EmberSortExec(
+    sortOrder: Seq[SortOrder],
+    global: Boolean,
+    child: SparkPlan,
+    nativeOperator: proto.Operator
+) extends UnaryExecNode
     with EmberExec {
   override def output: Seq[Attribute] = child.output
   override def outputOrdering: Seq[SortOrder] = sortOrder
@@ -95,7 +103,8 @@ case class EmberLocalLimitExec(limit: Int, child: SparkPlan, nativeOperator: pro
   override def outputPartitioning: Partitioning = child.outputPartitioning
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String = s"EmberLocalLimitExec $limit"
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberLocalLimitExec = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberLocalLimitExec =
+    copy(child = newChild)
 }
 
 case class EmberGlobalLimitExec(limit: Int, offset: Int, child: SparkPlan, nativeOperator: proto.Operator)
@@ -106,7 +115,8 @@ case class EmberGlobalLimitExec(limit: Int, offset: Int, child: SparkPlan, nativ
   override def outputPartitioning: Partitioning = child.outputPartitioning
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String = s"EmberGlobalLimitExec $limit, offset=$offset"
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberGlobalLimitExec = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberGlobalLimitExec =
+    copy(child = newChild)
 }
 
 /** Builds and runs the native plan of the block topped by one [[EmberExec]]. */
@@ -147,7 +157,8 @@ object EmberBlock {
     Built(
       proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
       inputs.toSeq,
-      nodes.toSeq)
+      nodes.toSeq
+    )
   }
 
   def execute(top: EmberExec): RDD[ColumnarBatch] = {
@@ -158,7 +169,8 @@ object EmberBlock {
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
-      if (in.child.supportsColumnar) in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+      if (in.child.supportsColumnar)
+        in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
       else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
     def run(inputs: Seq[InputIterator]): Iterator[ColumnarBatch] =
@@ -166,7 +178,8 @@ object EmberBlock {
     rdds match {
       case Seq(one) => one.mapPartitionsInternal(it => run(Seq(it.next())))
       case Seq(a, b) => a.zipPartitions(b)((x, y) => run(Seq(x.next(), y.next())))
-      case other => throw new IllegalStateException(s"native plans with ${other.size} inputs are not supported")
+      case other =>
+        throw new IllegalStateException(s"native plans with ${other.size} inputs are not supported")
     }
   }
 }

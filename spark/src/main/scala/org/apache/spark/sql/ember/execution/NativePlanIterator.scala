@@ -27,8 +27,8 @@ class NativePlanIterator(
     inputSchemas: Seq[StructType],
     timeZoneId: String,
     batchSize: Int,
-    metrics: Seq[Map[String, SQLMetric]])
-    extends Iterator[ColumnarBatch]
+    metrics: Seq[Map[String, SQLMetric]]
+) extends Iterator[ColumnarBatch]
     with AutoCloseable
     with Logging {
 
@@ -52,13 +52,18 @@ class NativePlanIterator(
 
   context.addTaskCompletionListener[Unit](_ => close())
   NativeLib.load()
-  handle = guarded(NativeLib.createPlan(withSpillDirs(planBytes), streams.map(_.memoryAddress()).toArray, consumer))
+  handle = guarded(
+    NativeLib.createPlan(withSpillDirs(planBytes), streams.map(_.memoryAddress()).toArray, consumer)
+  )
 
   /** Spill files go to this executor's Spark local dirs, which only the executor knows. */
   private def withSpillDirs(bytes: Array[Byte]): Array[Byte] = {
     val plan = proto.Plan.parseFrom(bytes)
     val dirs = SparkEnv.get.blockManager.diskBlockManager.localDirs.map(_.getAbsolutePath)
-    plan.toBuilder.setConfig(plan.getConfig.toBuilder.clearSpillDirs().addAllSpillDirs(dirs.toSeq.asJava)).build().toByteArray
+    plan.toBuilder
+      .setConfig(plan.getConfig.toBuilder.clearSpillDirs().addAllSpillDirs(dirs.toSeq.asJava))
+      .build()
+      .toByteArray
   }
 
   /** Native errors → Spark's own exceptions; a failure of a Spark child → that failure itself. */
@@ -140,8 +145,14 @@ class NativePlanIterator(
       NativeLib.closePlan(handle)
       handle = 0L
     }
-    streams.foreach(s => try s.close() catch { case _: Throwable => })
-    readers.foreach(r => try r.close() catch { case _: Throwable => })
+    streams.foreach(s =>
+      try s.close()
+      catch { case _: Throwable => }
+    )
+    readers.foreach(r =>
+      try r.close()
+      catch { case _: Throwable => }
+    )
     val leaked = consumer.releaseAll()
     if (leaked != 0) logError(s"Ember: native plan still held $leaked bytes after closing")
     try allocator.close()

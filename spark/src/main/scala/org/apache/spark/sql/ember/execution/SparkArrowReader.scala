@@ -34,8 +34,8 @@ class SparkArrowReader(
     schema: StructType,
     timeZoneId: String,
     batchSize: Int,
-    allocator: BufferAllocator)
-    extends ArrowReader(allocator) {
+    allocator: BufferAllocator
+) extends ArrowReader(allocator) {
 
   @volatile var failure: Throwable = _
   private var writer: ArrowWriter = _

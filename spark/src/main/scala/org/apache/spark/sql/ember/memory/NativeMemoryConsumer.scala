@@ -37,6 +37,7 @@ class NativeMemoryConsumer(tmm: TaskMemoryManager)
 }
 
 object NativeMemoryConsumer {
+
   /** Bytes held by native plans across this JVM: 0 whenever no native plan is running (tests assert it). */
   val outstanding = new AtomicLong(0)
 }

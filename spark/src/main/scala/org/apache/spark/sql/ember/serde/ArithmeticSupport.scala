@@ -1,6 +1,15 @@
 package org.apache.spark.sql.ember.serde
 
-import org.apache.spark.sql.catalyst.expressions.{Add, BinaryArithmetic, Divide, IntegralDivide, Multiply, Remainder, Subtract, UnaryMinus}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add,
+  BinaryArithmetic,
+  Divide,
+  IntegralDivide,
+  Multiply,
+  Remainder,
+  Subtract,
+  UnaryMinus
+}
 import org.apache.spark.sql.types._
 import org.ember.proto
 
@@ -29,7 +38,9 @@ object ArithmeticSupport {
   def check(a: BinaryArithmetic): Either[String, proto.ArithOp] = {
     val (l, r) = (a.left.dataType, a.right.dataType)
     val sameType = l == r || (l.isInstanceOf[DecimalType] && r.isInstanceOf[DecimalType])
-    lazy val unsupported = Left(s"${a.symbol} on ${l.simpleString} and ${r.simpleString} is not supported natively")
+    lazy val unsupported = Left(
+      s"${a.symbol} on ${l.simpleString} and ${r.simpleString} is not supported natively"
+    )
     if (!sameType || !numeric(l)) return unsupported
     a match {
       case _: Add => Right(proto.ArithOp.ADD)

@@ -52,11 +52,15 @@ object ExprSerde {
         if (idx < 0) Left(s"column ${a.name} is not in the operator's input")
         else
           typ(a.dataType).map(t =>
-            wrap(_.setColumn(proto.ColumnRef.newBuilder().setIndex(idx).setType(t).setNullable(a.nullable))))
+            wrap(_.setColumn(proto.ColumnRef.newBuilder().setIndex(idx).setType(t).setNullable(a.nullable)))
+          )
 
       case b: BoundReference =>
         typ(b.dataType).map(t =>
-          wrap(_.setColumn(proto.ColumnRef.newBuilder().setIndex(b.ordinal).setType(t).setNullable(b.nullable))))
+          wrap(
+            _.setColumn(proto.ColumnRef.newBuilder().setIndex(b.ordinal).setType(t).setNullable(b.nullable))
+          )
+        )
 
       case Alias(child, _) => rec(child)
 
@@ -77,7 +81,8 @@ object ExprSerde {
           case other => return Left(s"comparison ${other.prettyName} is not supported")
         }
         both(c.left, c.right)((l, r) =>
-          wrap(_.setComparison(proto.Comparison.newBuilder().setOp(op).setLeft(l).setRight(r))))
+          wrap(_.setComparison(proto.Comparison.newBuilder().setOp(op).setLeft(l).setRight(r)))
+        )
 
       case And(l, r) => both(l, r)((a, b) => wrap(_.setAnd(proto.And.newBuilder().setLeft(a).setRight(b))))
       case Or(l, r) => both(l, r)((a, b) => wrap(_.setOr(proto.Or.newBuilder().setLeft(a).setRight(b))))
@@ -87,7 +92,8 @@ object ExprSerde {
 
       case In(value, list) if !orderable(value.dataType) =>
         Left(s"IN over ${value.dataType.simpleString} is not supported")
-      case In(value, list) if list.forall(_.isInstanceOf[Literal]) && list.forall(_.dataType == value.dataType) =>
+      case In(value, list)
+          if list.forall(_.isInstanceOf[Literal]) && list.forall(_.dataType == value.dataType) =>
         for {
           v <- rec(value)
           items <- convertAll(list, input)
@@ -140,7 +146,9 @@ object ExprSerde {
                 .setLeft(l)
                 .setRight(r)
                 .setResultType(rt)
-                .setEvalMode(evalMode(a.evalMode))))
+                .setEvalMode(evalMode(a.evalMode))
+            )
+          )
         }
 
       case u @ UnaryMinus(child, failOnError) =>
@@ -151,7 +159,10 @@ object ExprSerde {
                 proto.UnaryMinus
                   .newBuilder()
                   .setChild(c)
-                  .setEvalMode(if (failOnError) proto.EvalMode.ANSI else proto.EvalMode.LEGACY))))
+                  .setEvalMode(if (failOnError) proto.EvalMode.ANSI else proto.EvalMode.LEGACY)
+              )
+            )
+          )
         }
 
       case c: Cast =>
@@ -167,7 +178,9 @@ object ExprSerde {
                 .setChild(child)
                 .setTo(to)
                 .setEvalMode(evalMode(c.evalMode))
-                .setTimezone(zone)))
+                .setTimezone(zone)
+            )
+          )
         }
 
       case other => Left(s"expression ${other.prettyName} is not supported")

@@ -64,7 +64,8 @@ object SortSerde extends OperatorSerde[SortExec] {
               .setChild(e)
               .setAscending(o.direction == Ascending)
               .setNullsFirst(o.nullOrdering == NullsFirst)
-              .build())
+              .build()
+          )
     }
     out.collectFirst { case Left(r) => r } match {
       case Some(r) => Left(r)
@@ -89,12 +90,14 @@ object LocalLimitSerde extends OperatorSerde[LocalLimitExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_LIMIT
   override def convert(plan: LocalLimitExec): Either[String, proto.Operator] =
     checkSchema(plan.child.output).map(_ =>
-      op(_.setLimit(proto.Limit.newBuilder().setLimit(plan.limit.toLong))))
+      op(_.setLimit(proto.Limit.newBuilder().setLimit(plan.limit.toLong)))
+    )
 }
 
 object GlobalLimitSerde extends OperatorSerde[GlobalLimitExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_LIMIT
   override def convert(plan: GlobalLimitExec): Either[String, proto.Operator] =
     checkSchema(plan.child.output).map(_ =>
-      op(_.setLimit(proto.Limit.newBuilder().setLimit(plan.limit.toLong).setOffset(plan.offset.toLong))))
+      op(_.setLimit(proto.Limit.newBuilder().setLimit(plan.limit.toLong).setOffset(plan.offset.toLong)))
+    )
 }
