@@ -1,5 +1,7 @@
 //! Ember's own execution operators (DataFusion `ExecutionPlan`s). Each operator is a module; larger ones are
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
+pub mod adaptive_aggregate;
 pub mod input;
 
+pub use adaptive_aggregate::AdaptiveAggregateExec;
 pub use input::InputExec;

@@ -1,0 +1,255 @@
+//! The decision: combine rows into the hash table, or pass them through as one-row partial states.
+//!
+//! Every row's key hash goes into the *epoch sketch*: the keys seen since the state was last emitted for lack
+//! of memory (switching modes does not end an epoch). After `min_rows` rows, and then once per window of
+//! input rows, the gate measures how much the epoch sketch grew over the window: `new` ≈ keys of the window
+//! that were not seen earlier in the epoch (repeats of a key already inserted never change a register, so a
+//! window of repeats measures exactly 0). `reduction = 1 - new / rows` is the share of the window's rows that a
+//! state holding the epoch's keys would have combined away.
+//! - aggregating and `reduction < min_reduction`: emit the state, pass rows through from now on;
+//! - passing through and `reduction >= min_reduction`: keys repeat again (a new burst, or the second lap of a
+//!   cycle): aggregate from now on.
+//!
+//! A window is at least `min_rows / 4` rows and at least `64 · estimate / 2^precision` rows: adding `w` new keys
+//! to a sketch of `n` keys changes about `w · 2^p / n` registers, and 64 changed registers bound the error of
+//! `new` to about 1/8 — the window grows with the epoch so that the measurement stays meaningful.
+//!
+//! A second sketch follows the keys of the current state only, so that each emitted state reports its
+//! estimated group count beside the exact one (a metric that shows the sketch working in production).
+use datafusion_common::{plan_err, Result};
+
+use super::sketch::KeySketch;
+
+/// The gate's knobs (later from the proto's `Aggregate` message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateConfig {
+    /// Off: a plain partial aggregate (no sketches, never passes through).
+    pub enabled: bool,
+    /// Input rows aggregated before the first decision.
+    pub min_rows: usize,
+    /// Pass through when combining is estimated to remove less than this share of the rows (0..=1).
+    pub min_reduction: f64,
+    /// HyperLogLog++ precision, 4..=18.
+    pub precision: u8,
+    /// Test knob: pass every row through from the first one.
+    pub force_pass_through: bool,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        Self { enabled: true, min_rows: 100_000, min_reduction: 0.2, precision: 14, force_pass_through: false }
+    }
+}
+
+impl GateConfig {
+    pub fn validate(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.min_reduction) {
+            return plan_err!("adaptive aggregate: reduction ratio {} not in [0, 1]", self.min_reduction);
+        }
+        if !(4..=18).contains(&self.precision) {
+            return plan_err!("adaptive aggregate: HyperLogLog precision {} not in 4..=18", self.precision);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Aggregate,
+    PassThrough,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Keep,
+    /// Emit the state, then pass this batch and the next ones through.
+    ToPassThrough,
+    /// Aggregate this batch and the next ones.
+    ToAggregate,
+}
+
+/// One measurement, kept for tests and debugging.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// Input rows seen when the window closed.
+    pub at_row: usize,
+    pub window_rows: usize,
+    pub new_keys: f64,
+    pub reduction: f64,
+}
+
+pub struct Gate {
+    config: GateConfig,
+    mode: Mode,
+    epoch: KeySketch,
+    epoch_estimate: f64,
+    state: KeySketch,
+    rows_seen: usize,
+    window_rows: usize,
+    window_start_estimate: f64,
+    decided_once: bool,
+    pub history: Vec<Measurement>,
+}
+
+impl Gate {
+    pub fn try_new(config: GateConfig) -> Result<Self> {
+        config.validate()?;
+        let mode = if config.force_pass_through { Mode::PassThrough } else { Mode::Aggregate };
+        Ok(Self {
+            epoch: KeySketch::try_new(config.precision)?,
+            state: KeySketch::try_new(config.precision)?,
+            config,
+            mode,
+            epoch_estimate: 0.0,
+            rows_seen: 0,
+            window_rows: 0,
+            window_start_estimate: 0.0,
+            decided_once: false,
+            history: vec![],
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn rows_seen(&self) -> usize {
+        self.rows_seen
+    }
+
+    /// Does the gate need the key hashes at all? (Not when disabled or forced.)
+    pub fn sketching(&self) -> bool {
+        self.config.enabled && !self.config.force_pass_through
+    }
+
+    /// Takes the next batch's key hashes (before the batch is processed) and decides the mode for it.
+    pub fn observe(&mut self, hashes: &[u64]) -> Decision {
+        self.rows_seen += hashes.len();
+        if !self.sketching() {
+            return Decision::Keep;
+        }
+        self.epoch.insert_hashes(hashes);
+        self.window_rows += hashes.len();
+        let window = if self.decided_once {
+            (self.config.min_rows / 4).max((64.0 * self.epoch_estimate / self.epoch.registers() as f64) as usize).max(1)
+        } else {
+            self.config.min_rows.max(1)
+        };
+        if self.window_rows < window {
+            return Decision::Keep;
+        }
+        self.epoch_estimate = self.epoch.estimate();
+        let new_keys = (self.epoch_estimate - self.window_start_estimate).clamp(0.0, self.window_rows as f64);
+        let reduction = 1.0 - new_keys / self.window_rows as f64;
+        self.history.push(Measurement { at_row: self.rows_seen, window_rows: self.window_rows, new_keys, reduction });
+        self.window_rows = 0;
+        self.window_start_estimate = self.epoch_estimate;
+        self.decided_once = true;
+        match self.mode {
+            Mode::Aggregate if reduction < self.config.min_reduction => {
+                self.mode = Mode::PassThrough;
+                Decision::ToPassThrough
+            }
+            Mode::PassThrough if reduction >= self.config.min_reduction => {
+                self.mode = Mode::Aggregate;
+                Decision::ToAggregate
+            }
+            _ => Decision::Keep,
+        }
+    }
+
+    /// A batch of `rows` rows when not sketching (disabled or forced).
+    pub fn observe_unsketched(&mut self, rows: usize) {
+        self.rows_seen += rows;
+    }
+
+    /// The batch with these hashes went into the hash table.
+    pub fn record_state(&mut self, hashes: &[u64]) {
+        if self.sketching() {
+            self.state.insert_hashes(hashes);
+        }
+    }
+
+    /// The state was emitted; returns the sketch's estimate of its group count.
+    pub fn state_emitted(&mut self) -> f64 {
+        if !self.sketching() {
+            return 0.0;
+        }
+        let est = self.state.estimate();
+        self.state.clear();
+        est
+    }
+
+    /// The state was emitted because memory ran out: its keys no longer combine with anything, so a new
+    /// epoch starts.
+    pub fn memory_flush(&mut self) {
+        if self.sketching() {
+            self.epoch.clear();
+            self.epoch_estimate = 0.0;
+            self.window_start_estimate = 0.0;
+            self.window_rows = 0;
+        }
+    }
+
+    /// Bytes the sketches hold at most.
+    pub fn size_bytes(&self) -> usize {
+        if self.sketching() {
+            self.epoch.size_bytes() + self.state.size_bytes()
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::adaptive_aggregate::sketch::hash_keys;
+    use arrow::array::{ArrayRef, Int64Array};
+    use std::sync::Arc;
+
+    fn hashes(keys: impl IntoIterator<Item = i64>) -> Vec<u64> {
+        let a = Int64Array::from_iter_values(keys);
+        let n = a.len();
+        let mut h = vec![];
+        hash_keys(&[Arc::new(a) as ArrayRef], n, &mut h).unwrap();
+        h
+    }
+
+    fn cfg(min_rows: usize) -> GateConfig {
+        GateConfig { min_rows, ..Default::default() }
+    }
+
+    #[test]
+    fn unique_keys_switch_at_min_rows() {
+        let mut g = Gate::try_new(cfg(10_000)).unwrap();
+        let mut switched_at = None;
+        for b in 0..20 {
+            let d = g.observe(&hashes(b * 1000..(b + 1) * 1000));
+            if d == Decision::ToPassThrough {
+                switched_at = Some(g.rows_seen());
+            }
+        }
+        assert_eq!(switched_at, Some(10_000));
+        assert_eq!(g.mode(), Mode::PassThrough);
+    }
+
+    #[test]
+    fn repeated_keys_never_switch() {
+        let mut g = Gate::try_new(cfg(10_000)).unwrap();
+        for b in 0..50 {
+            assert_eq!(g.observe(&hashes((b * 1000..(b + 1) * 1000).map(|i| i % 1000))), Decision::Keep);
+        }
+    }
+
+    #[test]
+    fn forced_and_disabled_never_decide() {
+        let mut g = Gate::try_new(GateConfig { force_pass_through: true, ..cfg(10) }).unwrap();
+        assert_eq!(g.mode(), Mode::PassThrough);
+        assert_eq!(g.observe(&hashes(0..1000)), Decision::Keep);
+        let mut g = Gate::try_new(GateConfig { enabled: false, ..cfg(10) }).unwrap();
+        assert_eq!(g.observe(&hashes(0..1000)), Decision::Keep);
+        assert_eq!(g.mode(), Mode::Aggregate);
+        assert!(Gate::try_new(GateConfig { min_reduction: 1.5, ..cfg(10) }).is_err());
+    }
+}
