@@ -444,3 +444,168 @@ fn sketch_estimates_and_cost() {
         off.aggregate_ns as f64 / keys.len() as f64,
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Through the proto and the planner: Input → Aggregate(PARTIAL, gated) → Aggregate(FINAL).
+
+mod via_proto {
+    use super::*;
+    use common::{col as pcol, input, op, pb_schema, pb_type, plan};
+    use ember_engine::execution::NativePlan;
+    use ember_engine::memory::FixedBroker;
+    use ember_engine::proto as pb;
+    use std::collections::HashMap;
+
+    fn function(
+        kind: pb::AggregateFunctionKind,
+        args: Vec<pb::Expr>,
+        result: DataType,
+        name: &str,
+    ) -> pb::AggregateFunction {
+        pb::AggregateFunction {
+            kind: kind as i32,
+            args,
+            result_type: Some(pb_type(&result)),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// (count(*), count(v), sum(v), min(v), max(v)) of one group.
+    type Aggs = (i64, i64, Option<i64>, Option<i64>, Option<i64>);
+    type Row = (Option<i64>, i64, i64, Option<i64>, Option<i64>, Option<i64>);
+
+    fn run_plan(adaptive: pb::AdaptivePartial) -> Vec<Row> {
+        let (schema, batches) = random_batches(10, 1000, 3_000, 11);
+        let kv = Arc::new(Schema::new(vec![schema.field(0).clone(), schema.field(2).clone()]));
+        let batches: Vec<RecordBatch> = batches
+            .iter()
+            .map(|b| RecordBatch::try_new(kv.clone(), vec![b.column(0).clone(), b.column(2).clone()]).unwrap())
+            .collect();
+        use pb::AggregateFunctionKind as K;
+        let functions = || {
+            let v = || vec![pcol(1, &DataType::Int64)];
+            vec![
+                function(K::CountStar, vec![], DataType::Int64, "cnt"),
+                function(K::Count, v(), DataType::Int64, "cnt_v"),
+                function(K::Sum, v(), DataType::Int64, "sum_v"),
+                function(K::Min, v(), DataType::Int64, "min_v"),
+                function(K::Max, v(), DataType::Int64, "max_v"),
+            ]
+        };
+        let partial = op(
+            1,
+            pb::operator::Kind::Aggregate(pb::Aggregate {
+                mode: pb::AggregateMode::Partial as i32,
+                grouping: vec![pcol(0, &DataType::Int64)],
+                grouping_names: vec!["k".into()],
+                functions: functions(),
+                raw_input_schema: None,
+                adaptive: Some(adaptive),
+            }),
+            vec![input(0, &kv)],
+        );
+        let final_ = op(
+            2,
+            pb::operator::Kind::Aggregate(pb::Aggregate {
+                mode: pb::AggregateMode::Final as i32,
+                grouping: vec![pcol(0, &DataType::Int64)],
+                grouping_names: vec!["k".into()],
+                functions: functions(),
+                raw_input_schema: Some(pb_schema(&kv)),
+                adaptive: None,
+            }),
+            vec![partial],
+        );
+        let out_schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("cnt", DataType::Int64, false),
+            Field::new("cnt_v", DataType::Int64, false),
+            Field::new("sum_v", DataType::Int64, true),
+            Field::new("min_v", DataType::Int64, true),
+            Field::new("max_v", DataType::Int64, true),
+        ]));
+        let mut p = NativePlan::from_proto(
+            &plan(final_, &out_schema),
+            vec![reader(batches.clone(), kv.clone())],
+            Arc::new(FixedBroker::new(64 << 20)),
+        )
+        .unwrap();
+        let mut rows = vec![];
+        while let Some(b) = p.next_batch().unwrap() {
+            let c = |i: usize| b.column(i).as_any().downcast_ref::<Int64Array>().unwrap().clone();
+            let (k, n, nv, s, mi, ma) = (c(0), c(1), c(2), c(3), c(4), c(5));
+            for r in 0..b.num_rows() {
+                let o = |a: &Int64Array| (!a.is_null(r)).then(|| a.value(r));
+                rows.push((o(&k), n.value(r), nv.value(r), o(&s), o(&mi), o(&ma)));
+            }
+        }
+        rows.sort();
+        // Expected, in plain Rust.
+        let mut m: HashMap<Option<i64>, Aggs> = HashMap::new();
+        for b in &batches {
+            let k = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let v = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+            for r in 0..b.num_rows() {
+                let e = m.entry((!k.is_null(r)).then(|| k.value(r))).or_insert((0, 0, None, None, None));
+                e.0 += 1;
+                if !v.is_null(r) {
+                    let x = v.value(r);
+                    e.1 += 1;
+                    e.2 = Some(e.2.unwrap_or(0) + x);
+                    e.3 = Some(e.3.map_or(x, |y: i64| y.min(x)));
+                    e.4 = Some(e.4.map_or(x, |y: i64| y.max(x)));
+                }
+            }
+        }
+        let mut expected: Vec<_> = m.into_iter().map(|(k, e)| (k, e.0, e.1, e.2, e.3, e.4)).collect();
+        expected.sort();
+        assert_eq!(rows, expected);
+        rows
+    }
+
+    use arrow::array::Array;
+
+    #[test]
+    fn planner_builds_gated_partial_and_final() {
+        run_plan(pb::AdaptivePartial {
+            enabled: true,
+            min_rows: 2_000,
+            min_reduction: 0.2,
+            precision: 14,
+            force_pass_through: false,
+        });
+        run_plan(pb::AdaptivePartial { enabled: true, force_pass_through: true, ..Default::default() });
+        run_plan(pb::AdaptivePartial { enabled: false, ..Default::default() });
+    }
+
+    #[test]
+    fn planner_rejects_what_it_cannot_do_exactly() {
+        let kv =
+            Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("v", DataType::Int64, true)]));
+        let bad = |f: pb::AggregateFunction| {
+            let a = op(
+                1,
+                pb::operator::Kind::Aggregate(pb::Aggregate {
+                    mode: pb::AggregateMode::Partial as i32,
+                    grouping: vec![pcol(0, &DataType::Int64)],
+                    grouping_names: vec!["k".into()],
+                    functions: vec![f],
+                    raw_input_schema: None,
+                    adaptive: None,
+                }),
+                vec![input(0, &kv)],
+            );
+            NativePlan::from_proto(&plan(a, &kv), vec![reader(vec![], kv.clone())], Arc::new(FixedBroker::new(1 << 20)))
+                .err()
+        };
+        use pb::AggregateFunctionKind as K;
+        // ANSI sum: Spark raises on overflow, DataFusion's sum wraps.
+        let mut f = function(K::Sum, vec![pcol(1, &DataType::Int64)], DataType::Int64, "s");
+        f.eval_mode = pb::EvalMode::Ansi as i32;
+        assert!(bad(f).is_some());
+        // A result type that is not Spark's.
+        assert!(bad(function(K::Avg, vec![pcol(1, &DataType::Int64)], DataType::Int64, "a")).is_some());
+        assert!(bad(function(K::Count, vec![], DataType::Int64, "c")).is_some());
+    }
+}

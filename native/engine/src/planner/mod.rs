@@ -1,4 +1,5 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
+pub mod aggregate;
 pub mod expr;
 pub mod types;
 
@@ -97,6 +98,10 @@ impl Planner {
                 let input = children.remove(0);
                 let fetch = if l.limit < 0 { None } else { Some(l.limit as usize) };
                 Arc::new(GlobalLimitExec::new(input, l.offset as usize, fetch))
+            }
+            Kind::Aggregate(a) => {
+                expect_children(1)?;
+                aggregate::create_aggregate(a, children.remove(0))?
             }
         };
         self.nodes.push((op.id, plan.clone()));
