@@ -5,7 +5,8 @@
 //! to `AggregateExec` in `AggregateMode::Partial`) that decides at run time whether combining pays:
 //!
 //! 1. It aggregates as usual for the first `min_rows` input rows.
-//! 2. Every row's grouping key is hashed once (one 64-bit hash over all key columns) and the hash is inserted
+//! 2. Every row's grouping key is hashed once for the sketches (one 64-bit hash over all key columns; DataFusion's
+//!    `GroupValues` hashes again internally and does not expose its hashes) and the hash is inserted
 //!    into HyperLogLog++ sketches ([`sketch`]) whose own hasher is the identity: one sketch of the keys seen
 //!    in the current epoch, one of the keys in the current state. The sketch's growth over a window of input
 //!    rows estimates how many of the window's keys are new, hence the share of rows that combining removes
@@ -20,7 +21,8 @@
 //! order; for the other functions order does not matter and nothing is spent on it.
 //!
 //! Memory: the hash table and accumulators are reserved through the task's memory pool after every batch, the
-//! sketches (bounded by the precision: ~24 KiB each at 14) up front. When the pool refuses, the state is
+//! two sketches up front (bounded: 12 KiB of registers at precision 14 plus an exact set of the first 8k keys,
+//! ~170 KiB each at most). When the pool refuses, the state is
 //! emitted early (a partial aggregate may always flush; the final aggregate combines again) and a new epoch
 //! starts; the operator never spills and never fails for lack of memory beyond one batch's worth.
 //!
