@@ -265,7 +265,9 @@ fn memory_refusal_emits_early() {
     let gated = Arc::new(
         AdaptiveAggregateExec::try_new(source(&batches, &schema), groups.clone(), aggs.clone(), config).unwrap(),
     );
-    let partial_out = run(gated.clone(), ctx(1024, Some(400_000))).unwrap();
+    let small = ctx(1024, Some(400_000));
+    let partial_out = run(gated.clone(), small.clone()).unwrap();
+    assert_eq!(small.memory_pool().reserved(), 0, "all memory returned at the end");
     let m = gated.metrics().unwrap();
     assert!(m.sum_by_name("memory_emits").unwrap().as_usize() > 0, "expected early emits under a small pool");
     let actual =
@@ -456,7 +458,8 @@ fn gate_cyclic_keys_beat_the_fixed_probe() {
 }
 
 /// Estimated vs actual groups of the emitted states stay within a few percent, and the sketch costs a small
-/// share of the aggregation (timing printed: `cargo test -p ember-engine --test adaptive_aggregate -- --nocapture`).
+/// share of the aggregation (timings printed: `cargo test -p ember-engine --test adaptive_aggregate
+/// sketch_estimates -- --nocapture --test-threads=1`).
 #[test]
 fn sketch_estimates_and_cost() {
     let keys: Vec<i64> = (0..300_000).map(|i| scramble(i % 150_000)).collect();
@@ -465,13 +468,22 @@ fn sketch_estimates_and_cost() {
     let err = (o.estimated_groups as f64 - o.actual_groups as f64).abs() / o.actual_groups as f64;
     assert!(err < 0.03, "estimated {} vs actual {}", o.estimated_groups, o.actual_groups);
     let off = gate_run(&keys, GateConfig { enabled: false, ..cfg(MIN_ROWS) });
+    let few: Vec<i64> = (0..300_000).map(|i| scramble(i % 1000)).collect();
+    let f = gate_run(&few, cfg(MIN_ROWS));
+    let few_off = gate_run(&few, GateConfig { enabled: false, ..cfg(MIN_ROWS) });
+    let per_row = |ns: usize| ns as f64 / 300_000.0;
     println!(
-        "300k rows, 150k groups: sketch (hash + 2 sketch inserts per row) {:.1} ns/row, aggregation {:.1} ns/row \
-         ({:.0}%); aggregation with the gate off {:.1} ns/row",
-        o.sketch_ns as f64 / keys.len() as f64,
-        o.aggregate_ns as f64 / keys.len() as f64,
+        "300k rows, 150k groups: sketch {:.1} ns/row, aggregation {:.1} ns/row ({:.0}%), aggregation with the gate \
+         off {:.1} ns/row\n300k rows, 1k groups: sketch {:.1} ns/row, aggregation {:.1} ns/row ({:.0}%), gate off \
+         {:.1} ns/row",
+        per_row(o.sketch_ns),
+        per_row(o.aggregate_ns),
         100.0 * o.sketch_ns as f64 / o.aggregate_ns as f64,
-        off.aggregate_ns as f64 / keys.len() as f64,
+        per_row(off.aggregate_ns),
+        per_row(f.sketch_ns),
+        per_row(f.aggregate_ns),
+        100.0 * f.sketch_ns as f64 / f.aggregate_ns as f64,
+        per_row(few_off.aggregate_ns),
     );
 }
 
