@@ -66,7 +66,14 @@ pub struct KeySketch {
     /// occurrence of each key reaches the sparse form. Past [`SMALL_KEYS`] keys the sketch is dense (~8 ns per
     /// insert) and the set is dropped.
     small: Option<HashSet<u64, IdentityState>>,
+    /// A direct-mapped cache of the last hash seen per slot, in front of everything: on small key sets most rows
+    /// repeat a key seen a moment ago, and a hit costs one compare (~1 ns) rather than a set lookup (~4 ns).
+    recent: Box<[u64]>,
 }
+
+const RECENT_SLOTS: usize = 1 << 12;
+/// An empty slot. A key whose hash is exactly this is never inserted: a 2^-64 chance, one key.
+const EMPTY: u64 = u64::MAX;
 
 /// More distinct keys than the sparse representation holds at precision ≤ 14 (it densifies at ~6.5k).
 const SMALL_KEYS: usize = 8192;
@@ -76,7 +83,12 @@ impl KeySketch {
     pub fn try_new(precision: u8) -> Result<Self> {
         let hll = HyperLogLogPlus::new(precision, IdentityState)
             .map_err(|e| internal_datafusion_err!("invalid HyperLogLog precision {precision}: {e:?}"))?;
-        let mut s = Self { hll, precision, small: Some(HashSet::with_hasher(IdentityState)) };
+        let mut s = Self {
+            hll,
+            precision,
+            small: Some(HashSet::with_hasher(IdentityState)),
+            recent: vec![EMPTY; RECENT_SLOTS].into_boxed_slice(),
+        };
         s.densify();
         Ok(s)
     }
@@ -92,6 +104,12 @@ impl KeySketch {
 
     #[inline]
     pub fn insert_hash(&mut self, hash: u64) {
+        // Seen very recently: inserting again would change nothing.
+        let slot = hash as usize & (RECENT_SLOTS - 1);
+        if self.recent[slot] == hash {
+            return;
+        }
+        self.recent[slot] = hash;
         match &mut self.small {
             Some(set) => {
                 if set.insert(hash) {
@@ -141,6 +159,7 @@ impl KeySketch {
     pub fn clear(&mut self) {
         self.hll = HyperLogLogPlus::new(self.precision, IdentityState).expect("precision checked at creation");
         self.small = Some(HashSet::with_hasher(IdentityState));
+        self.recent.fill(EMPTY);
         self.densify();
     }
 
@@ -148,7 +167,7 @@ impl KeySketch {
     /// by much, and the exact set of the first keys), for memory accounting.
     pub fn size_bytes(&self) -> usize {
         // 6-bit registers packed in u32 words, plus the sparse list / temporary set before densifying.
-        (self.registers() * 6).div_ceil(8) * 2 + SMALL_KEYS * 2 * 9 + std::mem::size_of::<Self>()
+        (self.registers() * 6).div_ceil(8) * 2 + SMALL_KEYS * 2 * 9 + RECENT_SLOTS * 8 + std::mem::size_of::<Self>()
     }
 }
 
