@@ -214,7 +214,13 @@ impl Gate {
         }
     }
 
-    /// Bytes the sketches hold at most.
+    /// Gives back what memory the sketches can (their exact sets of the first keys).
+    pub fn shed(&mut self) {
+        self.epoch.shed();
+        self.state.shed();
+    }
+
+    /// Bytes the sketches hold now.
     pub fn size_bytes(&self) -> usize {
         if self.sketching() {
             self.epoch.size_bytes() + self.state.size_bytes()

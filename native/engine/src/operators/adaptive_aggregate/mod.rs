@@ -21,8 +21,8 @@
 //! order; for the other functions order does not matter and nothing is spent on it.
 //!
 //! Memory: the hash table and accumulators are reserved through the task's memory pool after every batch, the
-//! two sketches up front (bounded: 12 KiB of registers at precision 14 plus an exact set of the first 8k keys,
-//! ~170 KiB each at most). When the pool refuses, the state is
+//! sketches as they grow (12 KiB of registers at precision 14, a 32 KiB cache, and an exact set of the first
+//! 8k keys that is dropped past them or when the pool refuses: ~200 KiB each at most). When the pool refuses, the state is
 //! emitted early (a partial aggregate may always flush; the final aggregate combines again) and a new epoch
 //! starts; the operator never spills and never fails for lack of memory beyond one batch's worth.
 //!

@@ -163,11 +163,18 @@ impl KeySketch {
         self.densify();
     }
 
-    /// Upper bound of the bytes this sketch holds (the dense registers, which the sparse form never exceeds
-    /// by much, and the exact set of the first keys), for memory accounting.
+    /// Drops the exact set of the first keys (the sketch already holds them): memory back, exact small counts
+    /// and cheap repeats gone.
+    pub fn shed(&mut self) {
+        self.small = None;
+    }
+
+    /// The bytes this sketch holds now (registers, the exact set of the first keys while it lives, the cache),
+    /// for memory accounting. At most ~200 KiB at precision 14, ~44 KiB once past the first 8k keys.
     pub fn size_bytes(&self) -> usize {
-        // 6-bit registers packed in u32 words, plus the sparse list / temporary set before densifying.
-        (self.registers() * 6).div_ceil(8) * 2 + SMALL_KEYS * 2 * 9 + RECENT_SLOTS * 8 + std::mem::size_of::<Self>()
+        let registers = (self.registers() * 6).div_ceil(8);
+        let small = self.small.as_ref().map_or(0, |s| s.capacity() * (std::mem::size_of::<u64>() + 1));
+        registers + small + self.recent.len() * std::mem::size_of::<u64>() + std::mem::size_of::<Self>()
     }
 }
 

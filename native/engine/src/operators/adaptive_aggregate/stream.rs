@@ -93,8 +93,8 @@ impl AdaptiveAggregateStream {
             baseline,
             metrics,
         };
-        // The sketches are small but bounded only by their precision: they are reserved up front, and a pool
-        // that cannot give this much cannot run any aggregate.
+        // The empty sketches (registers and caches, ~90 KiB at precision 14) are reserved up front; a pool that
+        // cannot give this much cannot run any aggregate.
         s.reservation.try_grow(s.gate.size_bytes())?;
         Ok(s)
     }
@@ -155,6 +155,10 @@ impl AdaptiveAggregateStream {
                     self.metrics.memory_emits.add(1);
                     self.emit_state()?;
                     self.gate.memory_flush();
+                    if self.reservation.try_resize(self.state_bytes()).is_err() {
+                        self.gate.shed();
+                        let _ = self.reservation.try_resize(self.state_bytes());
+                    }
                 }
             }
             Mode::PassThrough => {
@@ -169,6 +173,12 @@ impl AdaptiveAggregateStream {
                 timer.done();
                 self.metrics.rows_passed_through.add(n);
                 self.pending.push_back(RecordBatch::try_new(self.schema.clone(), columns)?);
+                // Only the sketches can have grown. Refused: they give back what they can, and what remains
+                // (bounded by the precision) is kept.
+                if self.reservation.try_resize(self.state_bytes()).is_err() {
+                    self.gate.shed();
+                    let _ = self.reservation.try_resize(self.state_bytes());
+                }
             }
         }
         Ok(())
