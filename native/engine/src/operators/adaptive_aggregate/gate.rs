@@ -7,8 +7,8 @@
 //! window of repeats measures exactly 0). `reduction = 1 - new / rows` is the share of the window's rows that a
 //! state holding the epoch's keys would have combined away.
 //! - aggregating and `reduction < min_reduction`: emit the state, pass rows through from now on;
-//! - passing through and `reduction >= min_reduction + 0.15` (hysteresis): keys repeat again (a new burst, or the second lap of a
-//!   cycle): aggregate from now on.
+//! - passing through and `reduction >= min_reduction + 0.15` (hysteresis): keys repeat again (a new burst, or
+//!   the second lap of a cycle): aggregate from now on.
 //!
 //! A window is at least `min_rows / 4` rows and at least `1024 · estimate / 2^precision` rows (6% of the epoch's
 //! keys at precision 14): adding `w` new keys to a sketch of `n` keys changes about `w · 2^p / n` registers,
