@@ -636,6 +636,15 @@ mod via_proto {
             min_reduction: 0.2,
             precision: 14,
             force_pass_through: false,
+            min_state_bytes: 0,
+        });
+        // The byte threshold decides before the rows do.
+        run_plan(pb::AdaptivePartial {
+            enabled: true,
+            min_rows: 1_000_000,
+            min_state_bytes: 64 << 10,
+            min_reduction: 0.2,
+            ..Default::default()
         });
         run_plan(pb::AdaptivePartial { enabled: true, force_pass_through: true, ..Default::default() });
         run_plan(pb::AdaptivePartial { enabled: false, ..Default::default() });

@@ -89,6 +89,7 @@ pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
         Some(a) => GateConfig {
             enabled: a.enabled,
             min_rows: if a.min_rows == 0 { d.min_rows } else { a.min_rows as usize },
+            min_state_bytes: a.min_state_bytes as usize,
             min_reduction: a.min_reduction,
             precision: if a.precision == 0 { d.precision } else { a.precision.min(255) as u8 },
             force_pass_through: a.force_pass_through,

@@ -1,7 +1,8 @@
 //! The decision: combine rows into the hash table, or pass them through as one-row partial states.
 //!
 //! Every row's key hash goes into the *epoch sketch*: the keys seen since the state was last emitted for lack
-//! of memory (switching modes does not end an epoch). After `min_rows` rows, and then once per window of
+//! of memory (switching modes does not end an epoch). After `min_rows` rows (or once the state holds
+//! `min_state_bytes`), and then once per window of
 //! input rows, the gate measures how much the epoch sketch grew over the window: `new` ≈ keys of the window
 //! that were not seen earlier in the epoch (repeats of a key already inserted never change a register, so a
 //! window of repeats measures exactly 0). `reduction = 1 - new / rows` is the share of the window's rows that a
@@ -29,6 +30,9 @@ pub struct GateConfig {
     pub enabled: bool,
     /// Input rows aggregated before the first decision.
     pub min_rows: usize,
+    /// ... or once the aggregation state has reserved this many bytes, whichever comes first (0: rows only).
+    /// Wide keys or buffers fill memory long before `min_rows` rows.
+    pub min_state_bytes: usize,
     /// Pass through when combining is estimated to remove less than this share of the rows (0..=1).
     pub min_reduction: f64,
     /// HyperLogLog++ precision, 4..=18.
@@ -39,7 +43,14 @@ pub struct GateConfig {
 
 impl Default for GateConfig {
     fn default() -> Self {
-        Self { enabled: true, min_rows: 100_000, min_reduction: 0.2, precision: 14, force_pass_through: false }
+        Self {
+            enabled: true,
+            min_rows: 100_000,
+            min_state_bytes: 0,
+            min_reduction: 0.2,
+            precision: 14,
+            force_pass_through: false,
+        }
     }
 }
 
@@ -138,8 +149,9 @@ impl Gate {
         self.config.enabled && !self.config.force_pass_through
     }
 
-    /// Takes the next batch's key hashes (before the batch is processed) and decides the mode for it.
-    pub fn observe(&mut self, hashes: &[u64]) -> Decision {
+    /// Takes the next batch's key hashes (before the batch is processed) and the bytes the aggregation state
+    /// holds now, and decides the mode for the batch.
+    pub fn observe(&mut self, hashes: &[u64], state_bytes: usize) -> Decision {
         self.rows_seen += hashes.len();
         if !self.sketching() {
             return Decision::Keep;
@@ -153,7 +165,9 @@ impl Gate {
         } else {
             self.config.min_rows.max(1)
         };
-        if self.window_rows < window {
+        let state_full =
+            !self.decided_once && self.config.min_state_bytes > 0 && state_bytes >= self.config.min_state_bytes;
+        if self.window_rows < window && !state_full {
             return Decision::Keep;
         }
         self.epoch_estimate = self.epoch.estimate();
@@ -245,6 +259,19 @@ mod tests {
         h
     }
 
+    impl Gate {
+        fn observe_rows(&mut self, h: &[u64]) -> Decision {
+            self.observe(h, 0)
+        }
+    }
+
+    #[test]
+    fn state_bytes_threshold_decides_before_min_rows() {
+        let mut g = Gate::try_new(GateConfig { min_state_bytes: 1 << 20, ..cfg(1_000_000) }).unwrap();
+        assert_eq!(g.observe(&hashes(0..1000), 1000), Decision::Keep);
+        assert_eq!(g.observe(&hashes(1000..2000), 2 << 20), Decision::ToPassThrough);
+    }
+
     fn cfg(min_rows: usize) -> GateConfig {
         GateConfig { min_rows, ..Default::default() }
     }
@@ -254,7 +281,7 @@ mod tests {
         let mut g = Gate::try_new(cfg(10_000)).unwrap();
         let mut switched_at = None;
         for b in 0..20 {
-            let d = g.observe(&hashes(b * 1000..(b + 1) * 1000));
+            let d = g.observe_rows(&hashes(b * 1000..(b + 1) * 1000));
             if d == Decision::ToPassThrough {
                 switched_at = Some(g.rows_seen());
             }
@@ -267,7 +294,7 @@ mod tests {
     fn repeated_keys_never_switch() {
         let mut g = Gate::try_new(cfg(10_000)).unwrap();
         for b in 0..50 {
-            assert_eq!(g.observe(&hashes((b * 1000..(b + 1) * 1000).map(|i| i % 1000))), Decision::Keep);
+            assert_eq!(g.observe_rows(&hashes((b * 1000..(b + 1) * 1000).map(|i| i % 1000))), Decision::Keep);
         }
     }
 
@@ -275,9 +302,9 @@ mod tests {
     fn forced_and_disabled_never_decide() {
         let mut g = Gate::try_new(GateConfig { force_pass_through: true, ..cfg(10) }).unwrap();
         assert_eq!(g.mode(), Mode::PassThrough);
-        assert_eq!(g.observe(&hashes(0..1000)), Decision::Keep);
+        assert_eq!(g.observe_rows(&hashes(0..1000)), Decision::Keep);
         let mut g = Gate::try_new(GateConfig { enabled: false, ..cfg(10) }).unwrap();
-        assert_eq!(g.observe(&hashes(0..1000)), Decision::Keep);
+        assert_eq!(g.observe_rows(&hashes(0..1000)), Decision::Keep);
         assert_eq!(g.mode(), Mode::Aggregate);
         assert!(Gate::try_new(GateConfig { min_reduction: 1.5, ..cfg(10) }).is_err());
     }

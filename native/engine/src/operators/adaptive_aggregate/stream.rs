@@ -116,7 +116,7 @@ impl AdaptiveAggregateStream {
         let decision = if self.gate.sketching() {
             let timer = self.metrics.sketch_time.timer();
             hash_keys(&keys, n, &mut self.hashes)?;
-            let d = self.gate.observe(&self.hashes);
+            let d = self.gate.observe(&self.hashes, self.reservation.size());
             timer.done();
             d
         } else {
