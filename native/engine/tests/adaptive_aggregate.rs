@@ -326,6 +326,18 @@ fn gate_run(keys: &[i64], config: GateConfig) -> Outcome {
     let out = run(gated.clone(), ctx(BATCH, None)).unwrap();
     let m = gated.metrics().unwrap();
     let get = |n: &str| m.sum_by_name(n).map(|v| v.as_usize()).unwrap_or(0);
+    println!(
+        "{} rows: gate emitted {} (passed through {}, switches {}/{}, first at row {}); always aggregate {}, \
+         fixed probe {}",
+        keys.len(),
+        out.iter().map(|b| b.num_rows()).sum::<usize>(),
+        get("rows_passed_through"),
+        get("switches_to_pass_through"),
+        get("switches_to_aggregate"),
+        get("pass_through_at_row"),
+        always_aggregate(keys),
+        fixed_probe(keys)
+    );
     Outcome {
         emitted: out.iter().map(|b| b.num_rows()).sum(),
         passed: get("rows_passed_through"),
