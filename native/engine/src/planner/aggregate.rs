@@ -7,8 +7,9 @@
 //!   `count` is Int64 in both; `first`/`last` keep (value, is_set) in both orders but DataFusion names and
 //!   orders its columns its own way; so a native partial cannot yet feed a Spark final (or the reverse);
 //! - `sum` of integers wraps around on overflow (Spark LEGACY also wraps for long, but ANSI raises and TRY gives
-//!   NULL); `sum` of decimals: DataFusion's result is decimal(min(38, p + 10), s) like Spark's, but it
-//!   raises on overflow where Spark LEGACY gives NULL;
+//!   NULL: both rejected here); `sum` of decimals: DataFusion's result type is decimal(min(38, p + 10), s) like
+//!   Spark's, but it adds the unscaled i128 values with wrap-around and never checks the precision, where
+//!   Spark gives NULL (LEGACY) on overflow; Spark's decimal sum buffer also carries an `isEmpty` flag;
 //! - `avg` of integers computes in double (as Spark); `avg` of decimals: result decimal(min(38, p + 4),
 //!   min(38, s + 4)) in both, but Spark's rounding and overflow-to-NULL differ;
 //! - `min`/`max` of doubles: DataFusion orders NaN above everything like Spark, but -0.0 and 0.0 are distinct
