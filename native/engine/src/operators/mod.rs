@@ -1,9 +1,11 @@
 //! Ember's own execution operators (DataFusion `ExecutionPlan`s). Each operator is a module; larger ones are
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
+pub mod adaptive_aggregate;
 pub mod input;
 pub mod prefix_window;
 pub mod spilling_hash_join;
 
+pub use adaptive_aggregate::AdaptiveAggregateExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

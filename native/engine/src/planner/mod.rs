@@ -1,4 +1,5 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
+pub mod aggregate;
 pub mod expr;
 pub mod types;
 
@@ -106,6 +107,10 @@ impl Planner {
                 expect_children(2)?;
                 let right = children.remove(1);
                 SpillingHashJoinExec::from_proto(j, children.remove(0), right)?
+            }
+            Kind::Aggregate(a) => {
+                expect_children(1)?;
+                aggregate::create_aggregate(a, children.remove(0))?
             }
         };
         self.nodes.push((op.id, plan.clone()));
