@@ -128,14 +128,7 @@ pub fn create(
     let from = child.data_type(schema)?;
     supported(&from, &to, mode, timezone).map_err(plan_error)?;
     let offset_us = if is_ts(&from) || is_ts(&to) { time::parse_zone(timezone).unwrap_or(0) } else { 0 };
-    Ok(Arc::new(SparkCastExpr {
-        child,
-        from,
-        to,
-        mode: mode.into(),
-        timezone: timezone.to_string(),
-        offset_us,
-    }))
+    Ok(Arc::new(SparkCastExpr { child, from, to, mode: mode.into(), timezone: timezone.to_string(), offset_us }))
 }
 
 /// CAST as Spark evaluates it. Build with [`create`].
@@ -343,25 +336,25 @@ impl SparkCastExpr {
             return Ok(new_null_array(to, a.len()));
         }
         match from {
-            DataType::Boolean => self.from_boolean(a.as_boolean()),
+            DataType::Boolean => self.cast_boolean(a.as_boolean()),
             t if is_integral(t) => {
                 let wide = arrow::compute::cast(a, &DataType::Int64)?;
-                self.from_integral(wide.as_primitive::<Int64Type>())
+                self.cast_integral(wide.as_primitive::<Int64Type>())
             }
             DataType::Float32 => {
                 let wide = arrow::compute::cast(a, &DataType::Float64)?;
-                self.from_float(wide.as_primitive::<Float64Type>())
+                self.cast_float(wide.as_primitive::<Float64Type>())
             }
-            DataType::Float64 => self.from_float(a.as_primitive::<Float64Type>()),
-            DataType::Decimal128(p, s) => self.from_decimal(a.as_primitive::<Decimal128Type>(), *p, *s),
-            DataType::Utf8 => self.from_string(a.as_string::<i32>()),
-            DataType::Date32 => self.from_date(a.as_primitive::<Date32Type>()),
-            DataType::Timestamp(_, _) => self.from_timestamp(a.as_primitive::<TimestampMicrosecondType>()),
+            DataType::Float64 => self.cast_float(a.as_primitive::<Float64Type>()),
+            DataType::Decimal128(p, s) => self.cast_decimal(a.as_primitive::<Decimal128Type>(), *p, *s),
+            DataType::Utf8 => self.cast_string(a.as_string::<i32>()),
+            DataType::Date32 => self.cast_date(a.as_primitive::<Date32Type>()),
+            DataType::Timestamp(_, _) => self.cast_timestamp(a.as_primitive::<TimestampMicrosecondType>()),
             other => Err(plan_error(format!("cast from {other} is not implemented natively"))),
         }
     }
 
-    fn from_boolean(&self, a: &BooleanArray) -> Result<ArrayRef> {
+    fn cast_boolean(&self, a: &BooleanArray) -> Result<ArrayRef> {
         if self.to == DataType::Utf8 {
             let out: StringArray = a.iter().map(|v| v.map(|b| if b { "true" } else { "false" })).collect();
             return Ok(Arc::new(out));
@@ -376,10 +369,10 @@ impl SparkCastExpr {
             timezone: String::new(),
             offset_us: 0,
         };
-        saved.from_integral(&ints)
+        saved.cast_integral(&ints)
     }
 
-    fn from_integral(&self, a: &PrimitiveArray<Int64Type>) -> Result<ArrayRef> {
+    fn cast_integral(&self, a: &PrimitiveArray<Int64Type>) -> Result<ArrayRef> {
         let to = &self.to;
         let from = &self.from;
         let lit = |v: i64| num::integral_literal(v, from);
@@ -419,7 +412,7 @@ impl SparkCastExpr {
         }
     }
 
-    fn from_float(&self, a: &PrimitiveArray<Float64Type>) -> Result<ArrayRef> {
+    fn cast_float(&self, a: &PrimitiveArray<Float64Type>) -> Result<ArrayRef> {
         let to = &self.to;
         let is_f32 = self.from == DataType::Float32;
         let lit = |v: f64| num::float_literal(v, is_f32);
@@ -429,8 +422,7 @@ impl SparkCastExpr {
         macro_rules! to_int {
             ($t:ty, $native:ty, $conv:expr) => {
                 try_map::<_, $t, _>(a, to, |v| {
-                    if mode == Mode::Legacy
-                        || (v.floor() <= <$native>::MAX as f64 && v.ceil() >= <$native>::MIN as f64)
+                    if mode == Mode::Legacy || (v.floor() <= <$native>::MAX as f64 && v.ceil() >= <$native>::MIN as f64)
                     {
                         Ok(Some($conv(v)))
                     } else {
@@ -472,7 +464,7 @@ impl SparkCastExpr {
         }
     }
 
-    fn from_decimal(&self, a: &PrimitiveArray<Decimal128Type>, p: u8, s: i8) -> Result<ArrayRef> {
+    fn cast_decimal(&self, a: &PrimitiveArray<Decimal128Type>, p: u8, s: i8) -> Result<ArrayRef> {
         let to = &self.to;
         let mode = self.mode;
         let lit = |v: i128| format!("{}BD", num::decimal_to_java_string(v, s));
@@ -532,7 +524,7 @@ impl SparkCastExpr {
         }
     }
 
-    fn from_string(&self, a: &StringArray) -> Result<ArrayRef> {
+    fn cast_string(&self, a: &StringArray) -> Result<ArrayRef> {
         let to = &self.to;
         let strict = self.mode != Mode::Legacy;
         let nf = SparkExceptionKind::NumberFormat;
@@ -582,6 +574,13 @@ impl SparkCastExpr {
                 let (p, sc) = (*p, *sc);
                 map_strings::<Decimal128Type, _>(a, to, |s| match parse::BigDec::parse(parse::java_trim(s)) {
                     None => self.invalid(nf, s),
+                    // Spark's `precision - scale` is an Int: when it wraps, `Decimal.set` tries to build the
+                    // 10^-scale BigInteger and Java throws a plain ArithmeticException, in every mode.
+                    Some(big) if big.integral_digits() > i32::MAX as i64 => {
+                        Err(datafusion_common::DataFusionError::Execution(
+                            "BigInteger would overflow supported range".to_string(),
+                        ))
+                    }
                     Some(big) if big.integral_digits() > 38 => {
                         self.fail(|| SparkError::numeric_out_of_supported_range(s))
                     }
@@ -600,7 +599,7 @@ impl SparkCastExpr {
         }
     }
 
-    fn from_date(&self, a: &PrimitiveArray<Date32Type>) -> Result<ArrayRef> {
+    fn cast_date(&self, a: &PrimitiveArray<Date32Type>) -> Result<ArrayRef> {
         let to = &self.to;
         match to {
             DataType::Utf8 => map_to_string(a, |d, buf| time::write_date(d as i64, buf)),
@@ -617,7 +616,7 @@ impl SparkCastExpr {
         }
     }
 
-    fn from_timestamp(&self, a: &PrimitiveArray<TimestampMicrosecondType>) -> Result<ArrayRef> {
+    fn cast_timestamp(&self, a: &PrimitiveArray<TimestampMicrosecondType>) -> Result<ArrayRef> {
         let to = &self.to;
         let from_off = if is_ts(&self.from) { self.offset_us } else { 0 };
         match to {
@@ -643,5 +642,7 @@ impl SparkCastExpr {
     }
 }
 
+#[cfg(test)]
+mod golden;
 #[cfg(test)]
 mod tests;

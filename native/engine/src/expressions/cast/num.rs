@@ -28,7 +28,7 @@ pub fn rescale(v: i128, s: i8, p2: u8, s2: i8) -> Option<i128> {
         let q = v / d;
         let rem = (v % d).abs();
         // HALF_UP: away from zero when the dropped part is at least one half.
-        if rem * 2 >= d {
+        if rem >= d - rem {
             q + v.signum()
         } else {
             q

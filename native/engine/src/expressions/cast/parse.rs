@@ -82,7 +82,12 @@ pub fn parse_bool(s: &[u8]) -> Option<bool> {
 enum JavaFloat<'a> {
     /// A decimal literal (sign, digits, point, exponent; suffix removed) that Rust's parser reads identically.
     Decimal(&'a str),
-    Hex { neg: bool, mantissa: u128, sticky: bool, exp2: i64 },
+    Hex {
+        neg: bool,
+        mantissa: u128,
+        sticky: bool,
+        exp2: i64,
+    },
     NaN,
     Infinity(bool),
 }

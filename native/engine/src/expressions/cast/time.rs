@@ -8,8 +8,23 @@ pub const MICROS_PER_DAY: i64 = 86_400_000_000;
 /// `None` for region zones (their rules are not available natively).
 pub fn parse_zone(tz: &str) -> Option<i64> {
     const UTC: [&str; 17] = [
-        "UTC", "Z", "GMT", "UT", "UCT", "GMT0", "Zulu", "Universal", "Greenwich", "Etc/UTC", "Etc/GMT", "Etc/UCT",
-        "Etc/GMT0", "Etc/GMT+0", "Etc/GMT-0", "Etc/Universal", "Etc/Zulu",
+        "UTC",
+        "Z",
+        "GMT",
+        "UT",
+        "UCT",
+        "GMT0",
+        "Zulu",
+        "Universal",
+        "Greenwich",
+        "Etc/UTC",
+        "Etc/GMT",
+        "Etc/UCT",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+        "Etc/Universal",
+        "Etc/Zulu",
     ];
     if UTC.contains(&tz) {
         return Some(0);
@@ -106,7 +121,8 @@ pub fn parse_date(s: &[u8]) -> Option<i32> {
     if b.is_empty() {
         return None;
     }
-    let valid = |seg: usize, digits: usize| (seg == 0 && (4..=7).contains(&digits)) || (seg != 0 && (1..=2).contains(&digits));
+    let valid =
+        |seg: usize, digits: usize| (seg == 0 && (4..=7).contains(&digits)) || (seg != 0 && (1..=2).contains(&digits));
     let mut segments = [1i64, 1, 1];
     let mut j = 0;
     let mut sign = 1;
