@@ -83,6 +83,13 @@ fn known(t: &DataType) -> bool {
         || matches!(t, DataType::Null | DataType::Boolean | DataType::Utf8 | DataType::Binary | DataType::Date32)
 }
 
+/// Whether CAST(`from` AS `to`) reproduces `Double.toString`/`Float.toString` (FLOAT/DOUBLE → STRING or DECIMAL):
+/// exact on a JVM of version [`FLOAT_TEXT_MIN_JDK`] or later only, so the JVM side must not offload these casts
+/// when Spark runs on JDK 17 (whose older algorithm sometimes prints more digits).
+pub fn depends_on_java_double_to_string(from: &DataType, to: &DataType) -> bool {
+    is_float(from) && (*to == DataType::Utf8 || matches!(to, DataType::Decimal128(_, _)))
+}
+
 /// Whether CAST(`from` AS `to`) in `mode` with session time zone `timezone` runs natively, with the reason when
 /// it does not. [`create`] makes exactly this decision.
 pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &str) -> Result<(), String> {
@@ -574,14 +581,14 @@ impl SparkCastExpr {
                 let (p, sc) = (*p, *sc);
                 map_strings::<Decimal128Type, _>(a, to, |s| match parse::BigDec::parse(parse::java_trim(s)) {
                     None => self.invalid(nf, s),
-                    // Spark's `precision - scale` is an Int: when it wraps, `Decimal.set` tries to build the
-                    // 10^-scale BigInteger and Java throws a plain ArithmeticException, in every mode.
-                    Some(big) if big.integral_digits() > i32::MAX as i64 => {
+                    // Java fails to build a huge power of ten: a plain ArithmeticException, in every mode.
+                    Some(big) if big.java_big_integer_overflow(sc) => {
                         Err(datafusion_common::DataFusionError::Execution(
                             "BigInteger would overflow supported range".to_string(),
                         ))
                     }
-                    Some(big) if big.integral_digits() > 38 => {
+                    // (`precision - scale` is an Int in Spark: when it wraps, the check does not fire.)
+                    Some(big) if (39..=i32::MAX as i64).contains(&big.integral_digits()) => {
                         self.fail(|| SparkError::numeric_out_of_supported_range(s))
                     }
                     Some(big) => match big.round_to(p, sc) {

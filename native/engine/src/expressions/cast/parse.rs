@@ -3,6 +3,25 @@
 use super::num::{java_big_decimal_string, pow10};
 use super::text;
 
+/// Zeros of the BMP's Unicode decimal digit runs (`Character.isDigit`, JDK 17 / Unicode 13: 370 digits).
+const DIGIT_ZEROS: [u32; 37] = [
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6,
+    0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+];
+
+/// `Character.digit(c, 10)` where `Character.isDigit(c)` (UTF-16 chars only: supplementary digits are not).
+fn java_digit(c: char) -> Option<u8> {
+    let u = c as u32;
+    if c.is_ascii_digit() {
+        return Some((u - 0x30) as u8);
+    }
+    if u < 0x0660 || u > 0xFFFF {
+        return None;
+    }
+    DIGIT_ZEROS.iter().find(|&&z| u >= z && u < z + 10).map(|z| (u - z) as u8)
+}
+
 /// `Character.isWhitespace(b) || Character.isISOControl(b)` for a (signed) byte: 0..=32 and 127.
 #[inline]
 fn is_ws_or_ctrl(b: u8) -> bool {
@@ -316,13 +335,15 @@ pub struct BigDec {
 }
 
 impl BigDec {
-    /// `new java.math.BigDecimal(s)` (ASCII digits only); `None` where Java throws NumberFormatException.
+    /// `new java.math.BigDecimal(s)`; `None` where Java throws NumberFormatException. Like Java, accepts any
+    /// Unicode decimal digit of the BMP (`Character.isDigit`) in the significand and the exponent.
     pub fn parse(s: &str) -> Option<BigDec> {
-        let b = s.as_bytes();
+        let chars: Vec<char> = s.chars().collect();
+        let b = &chars[..];
         let mut i = 0;
         let mut neg = false;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            neg = b[i] == b'-';
+        if i < b.len() && (b[i] == '+' || b[i] == '-') {
+            neg = b[i] == '-';
             i += 1;
         }
         let mut digits = Vec::with_capacity(b.len());
@@ -331,15 +352,15 @@ impl BigDec {
         let mut point = false;
         while i < b.len() {
             let c = b[i];
-            if c.is_ascii_digit() {
+            if let Some(d) = java_digit(c) {
                 any = true;
-                if !(digits.is_empty() && c == b'0') {
-                    digits.push(c - b'0');
+                if !(digits.is_empty() && d == 0) {
+                    digits.push(d);
                 }
                 if point {
                     frac += 1;
                 }
-            } else if c == b'.' && !point {
+            } else if c == '.' && !point {
                 point = true;
             } else {
                 break;
@@ -350,16 +371,17 @@ impl BigDec {
             return None;
         }
         let mut exp: i64 = 0;
-        if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        if i < b.len() && (b[i] == 'e' || b[i] == 'E') {
             i += 1;
             let mut eneg = false;
-            if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-                eneg = b[i] == b'-';
+            if i < b.len() && (b[i] == '+' || b[i] == '-') {
+                eneg = b[i] == '-';
                 i += 1;
             }
             let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                exp = exp * 10 + (b[i] - b'0') as i64;
+            while i < b.len() {
+                let Some(d) = java_digit(b[i]) else { break };
+                exp = exp * 10 + d as i64;
                 if exp > i32::MAX as i64 + 1 {
                     return None;
                 }
@@ -383,6 +405,15 @@ impl BigDec {
             return None;
         }
         Some(BigDec { neg, digits, scale })
+    }
+
+    /// Whether Spark's `Decimal(bigDecimal).changePrecision(_, scale)` makes Java build a power of ten beyond
+    /// `BigInteger`'s range ("BigInteger would overflow supported range", a plain ArithmeticException):
+    /// `precision - scale` wraps around as an Int for a non-zero value (then `setScale(0)` multiplies by
+    /// 10^-scale), or rounding drops at least 536870920 digits (`BigInteger.TEN.pow(n)` refuses `4n/32 > 2^26`).
+    pub fn java_big_integer_overflow(&self, target_scale: i8) -> bool {
+        (self.integral_digits() > i32::MAX as i64 && !self.digits.is_empty())
+            || self.scale - target_scale as i64 >= 536_870_920
     }
 
     /// `new BigDecimal(Double.toString(v))` for a finite double (Spark's `Decimal(double)`).
