@@ -16,7 +16,7 @@ fn java_digit(c: char) -> Option<u8> {
     if c.is_ascii_digit() {
         return Some((u - 0x30) as u8);
     }
-    if u < 0x0660 || u > 0xFFFF {
+    if !(0x0660..=0xFFFF).contains(&u) {
         return None;
     }
     DIGIT_ZEROS.iter().find(|&&z| u >= z && u < z + 10).map(|z| (u - z) as u8)
