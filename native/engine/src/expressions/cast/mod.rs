@@ -93,14 +93,18 @@ pub fn depends_on_java_double_to_string(from: &DataType, to: &DataType) -> bool 
 /// Whether CAST(`from` AS `to`) in `mode` with session time zone `timezone` runs natively, with the reason when
 /// it does not. [`create`] makes exactly this decision.
 pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &str) -> Result<(), String> {
-    let _ = Mode::from(mode); // every mode is supported for every supported pair
     if !known(from) || !known(to) {
         return Err(format!("cast from {from} to {to}: type not supported natively"));
     }
     if from == to || *from == DataType::Null {
         return Ok(());
     }
-    let needs_zone = is_ts(from) || is_ts(to);
+    // The session zone matters where a TIMESTAMP meets a local date/time or its text.
+    let local = |t: &DataType| matches!(t, DataType::Date32 | DataType::Utf8) || is_ntz(t);
+    // ANSI TIMESTAMP → TINYINT/SMALLINT/INT overflow errors print the value as local time too.
+    let ansi_seconds =
+        Mode::from(mode) == Mode::Ansi && matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32);
+    let needs_zone = (is_ts(from) && (local(to) || ansi_seconds)) || (is_ts(to) && local(from));
     let ok = match (from, to) {
         (f, t) if (is_numeric(f) || *f == DataType::Boolean) && (is_numeric(t) || *t == DataType::Boolean) => true,
         (f, DataType::Utf8) if is_numeric(f) || *f == DataType::Boolean => true,
@@ -112,6 +116,9 @@ pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &
         (DataType::Date32, t) if is_ts(t) || is_ntz(t) => true,
         (f, DataType::Date32) if is_ts(f) || is_ntz(f) => true,
         (f, t) if (is_ts(f) || is_ntz(f)) && (is_ts(t) || is_ntz(t)) => true,
+        // Seconds since the epoch (TIMESTAMP only; Spark has no numeric ↔ TIMESTAMP_NTZ cast).
+        (f, t) if (is_numeric(f) || *f == DataType::Boolean) && is_ts(t) => true,
+        (f, t) if is_ts(f) && (is_numeric(t) || *t == DataType::Boolean) => true,
         _ => false,
     };
     if !ok {
@@ -366,6 +373,11 @@ impl SparkCastExpr {
             let out: StringArray = a.iter().map(|v| v.map(|b| if b { "true" } else { "false" })).collect();
             return Ok(Arc::new(out));
         }
+        if is_ts(&self.to) {
+            // Spark: true → 1 microsecond (not second), false → 0.
+            let out: PrimitiveArray<TimestampMicrosecondType> = a.iter().map(|v| v.map(|b| b as i64)).collect();
+            return Ok(Arc::new(out.with_data_type(self.to.clone())));
+        }
         // Spark: true → 1, false → 0 in the target type.
         let ints: PrimitiveArray<Int64Type> = a.iter().map(|v| v.map(|b| b as i64)).collect();
         let saved = SparkCastExpr {
@@ -415,6 +427,10 @@ impl SparkCastExpr {
                 use std::fmt::Write;
                 let _ = write!(buf, "{v}");
             }),
+            // SECONDS.toMicros saturates.
+            DataType::Timestamp(_, _) => {
+                try_map::<_, TimestampMicrosecondType, _>(a, to, |v| Ok(Some(v.saturating_mul(1_000_000))))
+            }
             other => Err(plan_error(format!("cast from {from} to {other} is not implemented natively"))),
         }
     }
@@ -460,6 +476,30 @@ impl SparkCastExpr {
                     }
                 })
             }
+            DataType::Timestamp(_, _) => try_map::<_, TimestampMicrosecondType, _>(a, to, |v| {
+                // doubleToTimestamp: NaN/∞ → NULL (ANSI: CAST_INVALID_INPUT of the double), else d × 10^6 as a
+                // long (LEGACY: Java's saturating d2l; ANSI: CAST_OVERFLOW of the product, DOUBLE → BIGINT).
+                if !v.is_finite() {
+                    return self.fail(|| {
+                        SparkError::new(
+                            SparkExceptionKind::DateTime,
+                            "CAST_INVALID_INPUT",
+                            &[
+                                ("expression", num::float_literal(v, false)),
+                                ("sourceType", "\"DOUBLE\"".to_string()),
+                                ("targetType", format!("\"{}\"", sql_type(to))),
+                                ("ansiConfig", "\"spark.sql.ansi.enabled\"".to_string()),
+                            ],
+                        )
+                    });
+                }
+                let x = v * 1_000_000.0;
+                if mode == Mode::Legacy || (x.floor() <= i64::MAX as f64 && x.ceil() >= i64::MIN as f64) {
+                    Ok(Some(x as i64))
+                } else {
+                    self.fail(|| SparkError::cast_overflow(&num::float_literal(x, false), "DOUBLE", "BIGINT"))
+                }
+            }),
             DataType::Utf8 => map_to_string(a, |v, buf| {
                 if is_f32 {
                     text::write_java_float(v as f32, buf)
@@ -515,6 +555,11 @@ impl SparkCastExpr {
                     Some(r) => Ok(Some(r)),
                     None => self.decimal_out_of_range(|| num::decimal_to_java_string(v, s)),
                 })
+            }
+            DataType::Timestamp(_, _) => {
+                // Scala's `(d.toBigDecimal * 1000000).longValue`: the product is rounded to 34 significant
+                // digits (MathContext.DECIMAL128, HALF_EVEN), truncated toward zero, then the low 64 bits kept.
+                try_map::<_, TimestampMicrosecondType, _>(a, to, |v| Ok(Some(num::decimal_seconds_to_micros(v, s))))
             }
             DataType::Utf8 => {
                 // LEGACY prints BigDecimal.toString (scientific for small values), ANSI/TRY toPlainString.
@@ -623,12 +668,44 @@ impl SparkCastExpr {
         }
     }
 
+    /// TIMESTAMP → TINYINT/SMALLINT/INT: whole seconds (floor); out of range is NULL in LEGACY and TRY (not a
+    /// wrap) and CAST_OVERFLOW of the TIMESTAMP literal in ANSI.
+    fn timestamp_seconds<O: ArrowPrimitiveType>(
+        &self,
+        a: &PrimitiveArray<TimestampMicrosecondType>,
+        narrow: impl Fn(i64) -> Option<O::Native>,
+    ) -> Result<ArrayRef> {
+        try_map::<_, O, _>(a, &self.to, |us| match narrow(us.div_euclid(1_000_000)) {
+            Some(v) => Ok(Some(v)),
+            None => self.overflow(|| {
+                let mut t = String::from("TIMESTAMP '");
+                time::write_timestamp(us, self.offset_us, &mut t);
+                t.push('\'');
+                t
+            }),
+        })
+    }
+
     fn cast_timestamp(&self, a: &PrimitiveArray<TimestampMicrosecondType>) -> Result<ArrayRef> {
         let to = &self.to;
         let from_off = if is_ts(&self.from) { self.offset_us } else { 0 };
         match to {
             DataType::Utf8 => map_to_string(a, |us, buf| time::write_timestamp(us, from_off, buf)),
             DataType::Date32 => try_map::<_, Date32Type, _>(a, to, |us| Ok(Some(time::micros_to_date(us, from_off)))),
+            DataType::Boolean => Ok(Arc::new(a.iter().map(|v| v.map(|x| x != 0)).collect::<BooleanArray>())),
+            DataType::Int64 => try_map::<_, Int64Type, _>(a, to, |us| Ok(Some(us.div_euclid(1_000_000)))),
+            DataType::Int32 => self.timestamp_seconds::<Int32Type>(a, |x| i32::try_from(x).ok()),
+            DataType::Int16 => self.timestamp_seconds::<Int16Type>(a, |x| i16::try_from(x).ok()),
+            DataType::Int8 => self.timestamp_seconds::<Int8Type>(a, |x| i8::try_from(x).ok()),
+            DataType::Float64 => try_map::<_, Float64Type, _>(a, to, |us| Ok(Some(us as f64 / 1e6))),
+            DataType::Float32 => try_map::<_, Float32Type, _>(a, to, |us| Ok(Some((us as f64 / 1e6) as f32))),
+            DataType::Decimal128(p, s) => {
+                let (p, s) = (*p, *s);
+                try_map::<_, Decimal128Type, _>(a, to, |us| match num::rescale(us as i128, 6, p, s) {
+                    Some(r) => Ok(Some(r)),
+                    None => self.decimal_out_of_range(|| num::decimal_to_java_string(us as i128, 6)),
+                })
+            }
             DataType::Timestamp(_, tz) => {
                 // TIMESTAMP → TIMESTAMP_NTZ: local wall clock (micros + offset); the reverse subtracts it.
                 let delta = if is_ts(&self.from) && tz.is_none() {

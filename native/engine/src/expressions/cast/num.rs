@@ -144,3 +144,26 @@ pub fn float_literal(v: f64, is_f32: bool) -> String {
         format!("{}D", text::java_double_to_string(v))
     }
 }
+
+/// Spark's DECIMAL → TIMESTAMP: `(d.toBigDecimal * MICROS_PER_SECOND).longValue` in Scala, whose product is
+/// rounded to 34 significant digits (DECIMAL128, HALF_EVEN) before truncation and the narrowing to 64 bits.
+pub fn decimal_seconds_to_micros(v: i128, s: i8) -> i64 {
+    let digits = if v == 0 { 1 } else { v.unsigned_abs().ilog10() + 1 };
+    // The product's unscaled value is v × 10^6 (scale s); beyond 34 digits, v loses its last `m` digits.
+    let (v, shift) = if digits > 34 {
+        let m = digits - 34;
+        let d = POW10[m as usize];
+        let (q, r) = (v / d, (v % d).abs());
+        let up = r > d - r || (r == d - r && q % 2 != 0);
+        (if up { q + v.signum() } else { q }, 6 + m as i64)
+    } else {
+        (v, 6)
+    };
+    // value = v × 10^shift / 10^s, truncated toward zero, modulo 2^64.
+    let e = shift - s as i64;
+    if e >= 0 {
+        v.wrapping_mul(POW10[e as usize]) as i64
+    } else {
+        (v / POW10[(-e) as usize]) as i64
+    }
+}

@@ -141,6 +141,11 @@ fn jdk19_override(from: &str, to: &str, v: &str) -> Option<&'static str> {
     match (from, to, v) {
         ("dec(22,3)", "double", _) => Some("1.2345678901234568E18"),
         ("float", "string", "1.17549435E-38") => Some("1.1754944E-38"),
+        // jshell's SQLConf zone (UTC) printed this TIMESTAMP literal; in Spark it is the session zone, +08:00 here.
+        ("ts", "int", "-9223372036854775808") => Some(
+            "ERR SparkArithmeticException CAST_OVERFLOW {value=TIMESTAMP '-290308-12-22 03:59:05.224192', \
+             sourceType=\"TIMESTAMP\", targetType=\"INT\", ansiConfig=\"spark.sql.ansi.enabled\"}",
+        ),
         _ => None,
     }
 }
@@ -166,7 +171,11 @@ fn golden_vectors_from_spark() {
     for &(from, to, v, tz, l, a, t) in GOLDEN {
         let (fdt, tdt) = (ty(from), ty(to));
         let sup = supported(&fdt, &tdt, pb::EvalMode::Ansi, tz);
-        assert!(sup.is_ok(), "{from} -> {to}: {sup:?}");
+        if sup.is_err() {
+            // Casts Spark itself cannot evaluate (MatchError) or that are not offloaded; nothing else may be refused.
+            assert!(matches!((from, to), ("ntz", "bigint") | ("bigint", "ntz") | ("date", "bigint")), "{from} -> {to}");
+            continue;
+        }
         for (mode, expected) in MODES.iter().zip([l, a, t]) {
             let got = match run(value(&fdt, v), &tdt, *mode, tz) {
                 Ok(arr) if tdt == DataType::Binary => {
@@ -177,7 +186,10 @@ fn golden_vectors_from_spark() {
                 Ok(arr) => java_text(&arr, 0),
                 Err(e) => error_text(&e),
             };
-            let expected = jdk19_override(from, to, v).filter(|_| !expected.starts_with("ERR")).unwrap_or(expected);
+            let expected = jdk19_override(from, to, v)
+                .filter(|o| !expected.starts_with("ERR") || o.starts_with("ERR"))
+                .filter(|o| !o.starts_with("ERR") || expected.starts_with("ERR"))
+                .unwrap_or(expected);
             if got != expected && !same_float(&tdt, &got, expected) {
                 failures.push(format!("CAST({from} {v:?} AS {to}) {mode:?} tz={tz}: got {got}, Spark {expected}"));
             }
@@ -300,8 +312,8 @@ fn supported_matrix_and_plan_errors() {
         (DataType::Utf8, ts.clone()),
         (DataType::Utf8, ntz.clone()),
         (DataType::Binary, DataType::Utf8),
-        (DataType::Int64, ts.clone()),
-        (ts.clone(), DataType::Int64),
+        (DataType::Int64, ntz.clone()),
+        (ntz.clone(), DataType::Int64),
         (DataType::Date32, DataType::Int32),
         (DataType::Int32, DataType::Date32),
         (DataType::Int32, DataType::Binary),
