@@ -374,3 +374,46 @@ fn max_precision_decimals_round_half_up() {
     );
     assert!(supported(&d38, &DataType::Utf8, pb::EvalMode::Legacy, "").is_ok());
 }
+
+#[test]
+fn create_makes_the_decision_supported_states() {
+    let types = [
+        "boolean",
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "float",
+        "double",
+        "dec(10,2)",
+        "dec(38,0)",
+        "string",
+        "binary",
+        "date",
+        "ts",
+        "ntz",
+    ];
+    let mut supported_pairs = 0;
+    for from in types {
+        for to in types {
+            for mode in MODES {
+                for tz in ["UTC", "+05:30", "America/New_York"] {
+                    let (f, t) = (ty(from), ty(to));
+                    let schema = schema_of(&f);
+                    let decision = supported(&f, &t, mode, tz);
+                    let made = create(Arc::new(Column::new("c", 0)), t.clone(), mode, tz, &schema);
+                    assert_eq!(decision.is_ok(), made.is_ok(), "{from} -> {to} {mode:?} {tz}");
+                    if let Err(e) = made {
+                        assert!(matches!(e, DataFusionError::Plan(_)));
+                    } else {
+                        supported_pairs += 1;
+                        // Every supported cast evaluates a batch of nulls to nulls of the target type.
+                        let out = run(arrow::array::new_null_array(&f, 3), &t, mode, tz).unwrap();
+                        assert_eq!((out.data_type(), out.null_count()), (&t, 3), "{from} -> {to}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(supported_pairs > 1000, "{supported_pairs}");
+}
