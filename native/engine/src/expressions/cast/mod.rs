@@ -729,4 +729,6 @@ impl SparkCastExpr {
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
+mod jdk_golden;
+#[cfg(test)]
 mod tests;
