@@ -1,14 +1,29 @@
-//! Spark's CAST among boolean, integral, floating, decimal, string, date and timestamp, in LEGACY, ANSI and
-//! TRY modes, bit for bit as Spark 4.1's `Cast` (with `Decimal`, `UTF8String` and `DateTimeUtils`) computes it.
+//! Spark's CAST among boolean, integral, floating, decimal, string, binary, date and timestamp, in LEGACY, ANSI
+//! and TRY modes, bit for bit as Spark 4.1's `Cast` (with `Decimal`, `UTF8String`, `DateTimeUtils` and the JDK's
+//! `Double.toString`/`Double.parseDouble`/`BigDecimal`) computes it.
 //!
 //! [`supported`] is the single decision of what runs natively; [`create`] refuses (plan error) everything else,
-//! so the JVM side can mirror the decision and fall back. Evaluation is columnar: one loop over the input buffers
-//! per batch; scalars are evaluated as one-row arrays.
+//! so the JVM side can mirror the decision and fall back. Supported, in every mode:
+//! - identity casts and NULL → any type below;
+//! - boolean / tinyint / smallint / int / bigint / float / double / decimal(p,s) → each other and → string;
+//! - string → boolean, the integral types, float, double, decimal, date, binary;
+//! - date → string, timestamp, timestamp_ntz; timestamp_ntz → string, date, timestamp;
+//! - timestamp → string, date, timestamp_ntz, and → boolean / numeric (epoch seconds); boolean / numeric →
+//!   timestamp.
+//!
+//! Where a TIMESTAMP meets local time (date, timestamp_ntz, text, and ANSI timestamp → tinyint/smallint/int whose
+//! error prints the value) the session zone must be UTC or a fixed offset (`time::parse_zone`); region
+//! zones need rules that are not available natively and are refused. String → timestamp / timestamp_ntz (zone
+//! names inside the text, time-only strings that take today's date) and binary → string (bytes that are not
+//! UTF-8) are refused too.
+//!
+//! Evaluation is columnar: one loop over the input buffers per batch; scalars are evaluated as one-row arrays.
 //!
 //! Float and double → string / decimal use Java's `Double.toString` / `Float.toString` digits as specified since
-//! JDK 19 (shortest uniquely-distinguishing decimal, see [`text::java_double_digits`]). JDK 17's algorithm
-//! sometimes prints a longer string (e.g. `1.23456789012345677E18` for `1.2345678901234568E18`); the JVM side must
-//! only offload those casts on a JDK ≥ 19 (see [`FLOAT_TEXT_MIN_JDK`]).
+//! JDK 19 (shortest uniquely-distinguishing decimal, see `text::java_double_digits`). JDK 17's algorithm
+//! sometimes prints a longer string (e.g. `1.23456789012345677E18` for `1.2345678901234568E18`; about 5% of random
+//! doubles); the JVM side must only offload those casts ([`depends_on_java_double_to_string`]) on a JDK ≥ 19
+//! ([`FLOAT_TEXT_MIN_JDK`]).
 mod num;
 mod parse;
 mod text;
