@@ -449,3 +449,27 @@ fn java_to_string_matches_jdk25_on_random_bits() {
     }
     assert!(n > 1400, "{n}");
 }
+
+#[test]
+fn long_inputs_do_not_overflow_the_parsers() {
+    let long_digits = "1".repeat(400);
+    let inputs: ArrayRef = Arc::new(StringArray::from(vec![
+        long_digits.clone(),
+        format!("{long_digits}-01-01"),
+        format!("2020-{long_digits}"),
+        format!("0x{long_digits}p{long_digits}"),
+        format!("0.{long_digits}e-{long_digits}"),
+        format!("-{long_digits}.5"),
+    ]));
+    for to in [DataType::Date32, DataType::Int64, DataType::Float64, DataType::Float32, DataType::Decimal128(38, 2)] {
+        let out = run(Arc::clone(&inputs), &to, pb::EvalMode::Legacy, "UTC").unwrap();
+        assert_eq!(out.len(), 6, "{to}");
+    }
+    let out = run(Arc::clone(&inputs), &DataType::Float64, pb::EvalMode::Legacy, "UTC").unwrap();
+    let d = out.as_primitive::<Float64Type>();
+    assert_eq!(d.value(0), f64::INFINITY);
+    assert_eq!(d.value(3), f64::INFINITY);
+    assert_eq!(d.value(4), 0.0);
+    let out = run(inputs, &DataType::Date32, pb::EvalMode::Legacy, "UTC").unwrap();
+    assert_eq!(out.null_count(), 6);
+}

@@ -147,7 +147,7 @@ pub fn parse_date(s: &[u8]) -> Option<i32> {
             if !c.is_ascii_digit() {
                 return None;
             }
-            value = value * 10 + (c - b'0') as i64;
+            value = value.wrapping_mul(10).wrapping_add((c - b'0') as i64);
             digits += 1;
         }
         j += 1;
