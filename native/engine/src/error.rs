@@ -103,6 +103,11 @@ impl SparkError {
         )
     }
 
+    /// `NUMERIC_OUT_OF_SUPPORTED_RANGE`: a string whose value has more than 38 integral digits, cast to DECIMAL.
+    pub fn numeric_out_of_supported_range(value: &str) -> Self {
+        Self::new(SparkExceptionKind::Arithmetic, "NUMERIC_OUT_OF_SUPPORTED_RANGE", &[("value", value.to_string())])
+    }
+
     /// `CAST_OVERFLOW`: a numeric value that does not fit the target type of a cast.
     /// `value` is Spark's SQL literal form (e.g. `128L`, `1.0E10D`); types are Spark's SQL type names.
     pub fn cast_overflow(value: &str, source_type: &str, target_type: &str) -> Self {
