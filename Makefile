@@ -50,8 +50,7 @@ test-suites: jar-dev
 test: lint test-rust test-scala test-suites
 
 docs:
-	$(MVN) compile
-	java -cp "spark/target/classes:$$(cat spark/target/classpath.txt 2>/dev/null || ($(MVN) dependency:build-classpath -Dmdep.outputFile=target/classpath.txt >/dev/null && cat spark/target/classpath.txt))" org.ember.EmberConf docs/configs.md
+	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite -Dember.writeDocs=true
 
 $(VENV)/bin/spark-submit:
 	$(PYTHON) -m venv $(VENV)

@@ -269,3 +269,47 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
     })
     .resolve::<ThrowEmberException>()
 }
+
+/// Planning-time question from the driver: can the native engine cast `from` to `to` (proto `DataType`
+/// bytes) in `mode` (proto `EvalMode`) and `timezone` exactly as Spark does on a JVM of major version
+/// `jdk_feature`? Returns null when it can, else the reason.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_castSupport<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    from: JByteArray<'l>,
+    to: JByteArray<'l>,
+    mode: jni::sys::jint,
+    timezone: JString<'l>,
+    jdk_feature: jni::sys::jint,
+) -> JString<'l> {
+    env.with_env(|env| -> BridgeResult<JString<'l>> {
+        use ember_engine::expressions::cast;
+        use ember_engine::planner::types::to_arrow_type;
+        use prost::Message;
+        let decode = |bytes: Vec<u8>| -> BridgeResult<arrow::datatypes::DataType> {
+            let t = ember_engine::proto::DataType::decode(bytes.as_slice())
+                .map_err(|e| BridgeError::Invalid(format!("undecodable data type: {e}")))?;
+            Ok(to_arrow_type(&t)?)
+        };
+        let from = decode(env.convert_byte_array(&from)?)?;
+        let to = decode(env.convert_byte_array(&to)?)?;
+        let mode = ember_engine::proto::EvalMode::try_from(mode)
+            .map_err(|_| BridgeError::Invalid(format!("unknown eval mode {mode}")))?;
+        let tz = timezone.to_string();
+        let verdict = if cast::depends_on_java_double_to_string(&from, &to) && (jdk_feature as u32) < cast::FLOAT_TEXT_MIN_JDK
+        {
+            Err(format!(
+                "cast from {from} to {to} follows Java's Double.toString, whose output changed in JDK {}; this JVM is {jdk_feature}",
+                cast::FLOAT_TEXT_MIN_JDK
+            ))
+        } else {
+            cast::supported(&from, &to, mode, &tz)
+        };
+        match verdict {
+            Ok(()) => Ok(JString::null()),
+            Err(reason) => Ok(env.new_string(reason)?),
+        }
+    })
+    .resolve::<ThrowEmberException>()
+}

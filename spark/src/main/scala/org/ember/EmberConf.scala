@@ -4,7 +4,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 /**
  * Every Ember configuration key, with its default and what a user sees change. `docs/configs.md` is
- * generated from this registry (`make docs`); a test keeps the two in sync.
+ * generated from this registry (`make docs`); `EmberConfDocsSuite` keeps the two in sync.
  */
 object EmberConf {
 
@@ -107,7 +107,7 @@ object EmberConf {
   def markdown: String = {
     val sb = new StringBuilder
     sb ++= "# Ember configuration\n\n"
-    sb ++= "Generated from `EmberConf` by `make docs`; do not edit by hand.\n\n"
+    sb ++= "Generated from `EmberConf` (spark/src/main/scala/org/ember/EmberConf.scala) by `make docs`; do not edit by hand.\n\n"
     sb ++= "| Key | Default | Meaning |\n|---|---|---|\n"
     all.foreach { e =>
       sb ++= s"| `${e.key}` | `${e.default}` | ${e.doc} |\n"
@@ -115,8 +115,4 @@ object EmberConf {
     sb.toString
   }
 
-  def main(args: Array[String]): Unit = {
-    val out = java.nio.file.Paths.get(args.headOption.getOrElse("docs/configs.md"))
-    java.nio.file.Files.write(out, markdown.getBytes(java.nio.charset.StandardCharsets.UTF_8))
-  }
 }

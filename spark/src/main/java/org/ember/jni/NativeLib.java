@@ -83,6 +83,14 @@ public final class NativeLib {
    */
   public static native long[] metrics(long handle);
 
+  /**
+   * Whether the engine casts {@code from} to {@code to} (serialized proto DataTypes) in {@code evalMode} (proto
+   * EvalMode number) and {@code timezone} exactly as Spark does on a JVM of major version {@code jdkFeature}:
+   * null if so, else the reason. Asked by the driver at planning time.
+   */
+  public static native String castSupport(
+      byte[] from, byte[] to, int evalMode, String timezone, int jdkFeature);
+
   /** Frees the plan: memory goes back to Spark, spill files are deleted. Call once. */
   public static native void closePlan(long handle);
 }
