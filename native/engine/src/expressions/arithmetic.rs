@@ -37,23 +37,7 @@ use ember_proto as pb;
 
 use crate::error::{plan_error, SparkError};
 
-/// Spark's `EvalMode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
-    Legacy,
-    Ansi,
-    Try,
-}
-
-impl From<pb::EvalMode> for Mode {
-    fn from(m: pb::EvalMode) -> Self {
-        match m {
-            pb::EvalMode::Legacy => Mode::Legacy,
-            pb::EvalMode::Ansi => Mode::Ansi,
-            pb::EvalMode::Try => Mode::Try,
-        }
-    }
-}
+pub use super::Mode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {

@@ -4,6 +4,7 @@ pub mod arithmetic;
 pub mod cast;
 pub mod coalesce;
 pub mod logical;
+pub mod mode;
 pub mod normalize;
 
 #[cfg(test)]
@@ -11,4 +12,5 @@ pub(crate) mod test_util;
 
 pub use coalesce::CoalesceExpr;
 pub use logical::{LazyLogicalExpr, LogicalOp};
+pub use mode::Mode;
 pub use normalize::NormalizeFloatExpr;

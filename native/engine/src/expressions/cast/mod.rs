@@ -53,23 +53,7 @@ pub use text::{java_double_to_string, java_float_to_string};
 /// Casts from FLOAT/DOUBLE to STRING or DECIMAL reproduce `Double.toString` of JDK 19 and later.
 pub const FLOAT_TEXT_MIN_JDK: u32 = 19;
 
-/// Spark's evaluation mode of a cast.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
-    Legacy,
-    Ansi,
-    Try,
-}
-
-impl From<pb::EvalMode> for Mode {
-    fn from(m: pb::EvalMode) -> Self {
-        match m {
-            pb::EvalMode::Legacy => Mode::Legacy,
-            pb::EvalMode::Ansi => Mode::Ansi,
-            pb::EvalMode::Try => Mode::Try,
-        }
-    }
-}
+pub use super::Mode;
 
 fn is_integral(t: &DataType) -> bool {
     matches!(t, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
