@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 JAR=${EMBER_JAR:-spark/target/ember-spark-0.1.0-SNAPSHOT.jar}
 SUBMIT=${SPARK_SUBMIT:-dev/.venv/bin/spark-submit}
 [ -f "$JAR" ] || { echo "no jar at $JAR: run make" >&2; exit 1; }
+# spark-submit finds Spark through the python on PATH: the venv's, which has pyspark.
+export PATH="$PWD/dev/.venv/bin:$PATH"
+export PYSPARK_PYTHON="$PWD/dev/.venv/bin/python"
 exec "$SUBMIT" \
   --master "local[${DEMO_CORES:-2}]" \
   --driver-memory "${DEMO_DRIVER_MEMORY:-6g}" \
