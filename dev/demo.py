@@ -41,12 +41,29 @@ QUERIES = {
 }
 
 
+P = (1 << 61) - 1
+B = 1_000_003
+
+
+def _partition_hash(rows):
+    h, n = 0, 0
+    for (x,) in rows:
+        h = (h * B + (x % P)) % P
+        n += 1
+    yield h, n
+
+
 def checksum(df):
-    """Order-sensitive checksum of every output row (its hash combined with its position), and the executed
-    plan that computed it."""
-    h = F.xxhash64(*[F.col(c) for c in df.columns], F.monotonically_increasing_id())
-    q = df.select(h.alias("h")).agg(F.bit_xor("h").alias("x"), F.count(F.lit(1)).alias("n"))
-    return q.collect()[0], q._jdf.queryExecution().executedPlan().toString()
+    """Order-sensitive checksum of the whole output: a polynomial rolling hash of every row's xxhash64 in output
+    order, computed per partition and combined in partition order (so it does not depend on how the rows are
+    split into partitions). Returns it with the executed plan of the query."""
+    hashed = df.select(F.xxhash64(*[F.col(c) for c in df.columns]).alias("h"))
+    parts = hashed.rdd.mapPartitions(_partition_hash).collect()
+    total, count = 0, 0
+    for h, n in parts:
+        total = (total * pow(B, n, P) + h) % P
+        count += n
+    return (total, count), hashed._jdf.queryExecution().executedPlan().toString()
 
 
 def run(query, ember):

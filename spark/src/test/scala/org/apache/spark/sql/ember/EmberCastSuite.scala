@@ -10,7 +10,17 @@ class EmberCastSuite extends EmberQueryTest {
   private lazy val data = DataGen.table(spark, 1500, seed = 11).cache()
 
   private val numeric = Seq("i8", "i16", "i32", "i64", "dec", "dec38", "b")
-  private val targets = Seq("tinyint", "smallint", "int", "bigint", "decimal(5,1)", "decimal(38,2)", "boolean", "string", "double")
+  private val targets = Seq(
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "decimal(5,1)",
+    "decimal(38,2)",
+    "boolean",
+    "string",
+    "double"
+  )
 
   private def check(expr: String): Unit = {
     val query = () => data.selectExpr("id", s"$expr AS r")
@@ -23,7 +33,8 @@ class EmberCastSuite extends EmberQueryTest {
     withSQLConf("spark.sql.session.timeZone" -> "UTC") {
       bothAnsiModes { _ =>
         for (c <- numeric; t <- targets) withClue(s"$c -> $t")(check(s"CAST($c AS $t)"))
-        for (c <- Seq("i64", "dec38"); t <- Seq("int", "decimal(4,2)")) withClue(s"try $c -> $t")(check(s"try_cast($c AS $t)"))
+        for (c <- Seq("i64", "dec38"); t <- Seq("int", "decimal(4,2)"))
+          withClue(s"try $c -> $t")(check(s"try_cast($c AS $t)"))
         for (t <- Seq("int", "bigint", "float")) withClue(s"f64 -> $t")(check(s"CAST(f64 AS $t)"))
       }
     }
@@ -43,8 +54,18 @@ class EmberCastSuite extends EmberQueryTest {
   test("dates and timestamps in UTC") {
     withSQLConf("spark.sql.session.timeZone" -> "UTC") {
       bothAnsiModes { _ =>
-        for (e <- Seq("CAST(dt AS STRING)", "CAST(dt AS TIMESTAMP)", "CAST(ts AS DATE)", "CAST(ts AS STRING)",
-            "CAST(ntz AS TIMESTAMP)", "CAST(ts AS TIMESTAMP_NTZ)", "CAST(ts AS BIGINT)", "CAST(i32 AS TIMESTAMP)")) {
+        for (
+          e <- Seq(
+            "CAST(dt AS STRING)",
+            "CAST(dt AS TIMESTAMP)",
+            "CAST(ts AS DATE)",
+            "CAST(ts AS STRING)",
+            "CAST(ntz AS TIMESTAMP)",
+            "CAST(ts AS TIMESTAMP_NTZ)",
+            "CAST(ts AS BIGINT)",
+            "CAST(i32 AS TIMESTAMP)"
+          )
+        ) {
           withClue(e)(check(e))
         }
       }
@@ -53,10 +74,13 @@ class EmberCastSuite extends EmberQueryTest {
 
   test("casts the engine does not support fall back with their reason") {
     withSQLConf("spark.sql.session.timeZone" -> "UTC", "spark.sql.ansi.enabled" -> "false") {
-      for ((e, reason) <- Seq(
+      for (
+        (e, reason) <- Seq(
           "CAST(s AS TIMESTAMP)" -> "timestamp",
           // Java's Double.toString changed in JDK 19; on an older JVM the native text would differ.
-          "CAST(f64 AS DECIMAL(10,2))" -> (if (Runtime.version().feature() < 19) "jdk" else ""))) {
+          "CAST(f64 AS DECIMAL(10,2))" -> (if (Runtime.version().feature() < 19) "jdk" else "")
+        )
+      ) {
         checkSparkAnswerAndNative(data.selectExpr(s"$e AS r"), Seq.empty)
         withEmber(enabled = true) {
           val q = data.selectExpr(s"$e AS r")
@@ -70,7 +94,11 @@ class EmberCastSuite extends EmberQueryTest {
       withEmber(enabled = true) {
         val q = data.selectExpr("CAST(ts AS STRING) AS r")
         q.collect()
-        assert(EmberExplainInfo.fallbackLines(q.queryExecution.executedPlan).exists(_.contains("America/Los_Angeles")))
+        assert(
+          EmberExplainInfo
+            .fallbackLines(q.queryExecution.executedPlan)
+            .exists(_.contains("America/Los_Angeles"))
+        )
       }
     }
   }

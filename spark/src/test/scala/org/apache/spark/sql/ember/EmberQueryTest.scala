@@ -59,8 +59,10 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   protected def withEmber[T](enabled: Boolean)(f: => T): T =
     withSQLConf("spark.ember.enabled" -> enabled.toString)(f)
 
-  protected def assertNoNativeMemoryHeld(): Unit =
+  protected def assertNoNativeMemoryHeld(): Unit = {
     assert(NativeMemoryConsumer.outstanding.get() == 0, "native memory still reserved after the query")
+    assert(NativePlanIterator.arrowLeaks.get() == 0, "Arrow buffers leaked by a native plan (see the log)")
+  }
 
   /**
    * Runs `query` with Ember off and on; the rows must be identical (in order when `ordered`), and the plan with

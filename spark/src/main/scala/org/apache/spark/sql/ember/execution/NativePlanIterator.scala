@@ -84,22 +84,32 @@ class NativePlanIterator(
     releaseCurrent()
     val array = ArrowArray.allocateNew(allocator)
     val schema = ArrowSchema.allocateNew(allocator)
-    try {
-      val rows = guarded(NativeLib.nextBatch(handle, array.memoryAddress(), schema.memoryAddress()))
-      if (rows < 0) {
-        finished = true
-        close()
-        false
-      } else {
+    val rows =
+      try guarded(NativeLib.nextBatch(handle, array.memoryAddress(), schema.memoryAddress()))
+      catch {
+        case t: Throwable =>
+          array.close()
+          schema.close()
+          throw t
+      }
+    if (rows < 0) {
+      // The C structs go back to the allocator before close() checks it for leaks.
+      array.close()
+      schema.close()
+      finished = true
+      close()
+      false
+    } else {
+      try {
         current = Data.importVectorSchemaRoot(allocator, array, schema, null)
         val columns: Array[ColumnVector] =
           current.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
         pending = new ColumnarBatch(columns, rows.toInt)
         true
+      } finally {
+        array.close()
+        schema.close()
       }
-    } finally {
-      array.close()
-      schema.close()
     }
   }
 
@@ -156,6 +166,16 @@ class NativePlanIterator(
     val leaked = consumer.releaseAll()
     if (leaked != 0) logError(s"Ember: native plan still held $leaked bytes after closing")
     try allocator.close()
-    catch { case e: IllegalStateException => logError(s"Ember: Arrow buffers leaked: ${e.getMessage}") }
+    catch {
+      case e: IllegalStateException =>
+        NativePlanIterator.arrowLeaks.incrementAndGet()
+        logError(s"Ember: Arrow buffers leaked: ${e.getMessage}")
+    }
   }
+}
+
+object NativePlanIterator {
+
+  /** Tasks whose Arrow allocator still held buffers at close (a bug; tests assert 0). */
+  val arrowLeaks = new java.util.concurrent.atomic.AtomicLong(0)
 }

@@ -17,7 +17,15 @@ object CastSupport {
       f <- TypeSerde.convert(from, timeZoneId)
       t <- TypeSerde.convert(to, timeZoneId)
     } yield (f, t)).flatMap { case (f, t) =>
-      Option(NativeLib.castSupport(f.toByteArray, t.toByteArray, ExprSerde.evalMode(mode).getNumber, timeZoneId, jdkFeature))
+      Option(
+        NativeLib.castSupport(
+          f.toByteArray,
+          t.toByteArray,
+          ExprSerde.evalMode(mode).getNumber,
+          timeZoneId,
+          jdkFeature
+        )
+      )
         .toLeft(())
     }
   }
