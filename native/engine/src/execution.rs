@@ -1,7 +1,7 @@
 //! A native plan for one Spark task: decoded from the proto, built as a DataFusion plan over the task's input
 //! readers, memory from the task's [`MemoryBroker`], spill files in Spark's local dirs. Pulled one batch at a
-//! time on the caller's thread (a current-thread tokio runtime), so JVM callbacks (input batches, memory)
-//! always happen on the Spark task's own thread.
+//! time on the caller's thread (inside a current-thread tokio runtime's context), so JVM callbacks (input
+//! batches, memory) always happen on the Spark task's own thread, and plans can nest on one thread.
 use std::sync::Arc;
 
 use arrow::compute::cast;
@@ -101,7 +101,12 @@ impl NativePlan {
     /// The next output batch, in the schema Spark expects; `None` at the end.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let Some(stream) = self.stream.as_mut() else { return Ok(None) };
-        match self.runtime.block_on(stream.next()) {
+        // Not `Runtime::block_on`: a native plan's input can be a Spark operator that itself pulls another
+        // native plan on this same thread (e.g. native → Generate → native in one stage), and tokio (like
+        // `futures::executor`) forbids nested `block_on`. DataFusion spawns no tasks on a current-thread
+        // runtime, so polling the stream inside the runtime's context is all it needs.
+        let _context = self.runtime.enter();
+        match poll_to_completion(stream.next()) {
             Some(Ok(batch)) => Ok(Some(conform(batch, &self.output_schema)?)),
             Some(Err(e)) => {
                 self.stream = None;
@@ -143,6 +148,41 @@ impl NativePlan {
             entry.spilled_rows += m.spilled_rows().unwrap_or(0) as u64;
         }
         out
+    }
+}
+
+/// Drives a future on the calling thread, parking while it is pending. Unlike `block_on` of tokio or
+/// `futures`, it may be nested: each call waits on its own flag, so a wake-up meant for an outer call that an
+/// inner call happens to receive is not lost.
+fn poll_to_completion<F: std::future::Future>(future: F) -> F::Output {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Flag {
+        notified: AtomicBool,
+        thread: std::thread::Thread,
+    }
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.notified.store(true, Ordering::Release);
+            self.thread.unpark();
+        }
+    }
+
+    let flag = Arc::new(Flag { notified: AtomicBool::new(false), thread: std::thread::current() });
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+            return v;
+        }
+        while !flag.notified.swap(false, Ordering::Acquire) {
+            std::thread::park();
+        }
     }
 }
 

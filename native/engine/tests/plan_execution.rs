@@ -282,3 +282,65 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn zero_column_batches_keep_their_row_count() {
+    let empty_schema: SchemaRef = Arc::new(Schema::empty());
+    let batches: Vec<RecordBatch> = (0..3)
+        .map(|n| {
+            RecordBatch::try_new_with_options(
+                empty_schema.clone(),
+                vec![],
+                &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(10 + n)),
+            )
+            .unwrap()
+        })
+        .collect();
+    let limit = op(0, pb::operator::Kind::Limit(pb::Limit { limit: 25, offset: 0 }), vec![input(0, &empty_schema)]);
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let mut p =
+        NativePlan::from_proto(&plan(limit, &empty_schema), vec![reader(batches, empty_schema.clone())], broker)
+            .unwrap();
+    let mut rows = 0;
+    while let Some(b) = p.next_batch().unwrap() {
+        assert_eq!(b.num_columns(), 0);
+        rows += b.num_rows();
+    }
+    assert_eq!(rows, 25);
+}
+
+#[test]
+fn plans_can_nest_on_one_thread() {
+    // The input of the outer plan pulls an inner plan on the same thread, as when a Spark operator between two
+    // native blocks of one stage feeds the second from the first.
+    struct InnerPlanReader {
+        inner: NativePlan,
+        schema: SchemaRef,
+    }
+    impl Iterator for InnerPlanReader {
+        type Item = Result<RecordBatch, arrow::error::ArrowError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.inner.next_batch().map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e))).transpose()
+        }
+    }
+    impl arrow::record_batch::RecordBatchReader for InnerPlanReader {
+        fn schema(&self) -> SchemaRef {
+            self.schema.clone()
+        }
+    }
+    let s = schema();
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let inputs: Vec<_> = (0..3).map(|i| batch(500, i * 500)).collect();
+    let inner = NativePlan::from_proto(&sort_plan(0), vec![reader(inputs.clone(), s.clone())], broker.clone()).unwrap();
+    let outer_reader = Box::new(InnerPlanReader { inner, schema: s.clone() });
+    let mut outer = NativePlan::from_proto(&sort_plan(7), vec![outer_reader], broker.clone()).unwrap();
+    let mut got = vec![];
+    while let Some(b) = outer.next_batch().unwrap() {
+        got.push(b);
+    }
+    let mut expected = rows(&inputs);
+    expected.sort_by(spark_order);
+    let got = rows(&got);
+    assert_eq!(got.len(), 7);
+    assert!(got.iter().zip(&expected).all(|(g, e)| spark_order(g, e) == std::cmp::Ordering::Equal));
+}

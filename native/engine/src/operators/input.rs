@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::SchemaRef;
-use arrow::record_batch::{RecordBatch, RecordBatchReader};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use datafusion_common::tree_node::TreeNodeRecursion;
 use datafusion_common::{exec_err, DataFusionError, Result};
 use datafusion_execution::TaskContext;
@@ -102,8 +102,10 @@ impl ExecutionPlan for InputExec {
                 // rather than a wrong answer later.
                 Ok(b) => {
                     baseline.record_output(b.num_rows());
+                    // With the row count: a batch may have no columns at all (e.g. under `count(*)`).
+                    let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
                     Some(
-                        RecordBatch::try_new(out_schema.clone(), b.columns().to_vec())
+                        RecordBatch::try_new_with_options(out_schema.clone(), b.columns().to_vec(), &options)
                             .map_err(|e| DataFusionError::ArrowError(Box::new(e), None)),
                     )
                 }

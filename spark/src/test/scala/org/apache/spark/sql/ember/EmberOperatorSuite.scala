@@ -150,4 +150,27 @@ class EmberOperatorSuite extends EmberQueryTest {
     )
     assert(empty.collect().isEmpty)
   }
+
+  test("two native blocks in one stage, with a Spark operator between them (nested native plans)") {
+    val df = () =>
+      spark
+        .range(0, 2000, 1, 2)
+        .where(col("id") % 7 =!= 0)
+        .select(col("id"), explode(array(col("id"), col("id") * 2)).as("e"))
+        .where(col("e") > 10)
+        .sortWithinPartitions(col("e"), col("id"))
+    checkSparkAnswerAndNative(df(), Seq(cls[EmberFilterExec], cls[EmberSortExec]), ordered = true)
+    withEmber(enabled = true) {
+      val q = df()
+      q.collect()
+      assert(nativeNodes(q).count(_.isInstanceOf[EmberInputExec]) >= 2, q.queryExecution.executedPlan.toString)
+    }
+  }
+
+  test("batches without columns (count over a native filter)") {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(data.where(col("i32") > 0).groupBy().count(), Seq(cls[EmberFilterExec]))
+      checkSparkAnswerAndNative(spark.range(0, 100, 1, 3).selectExpr().where(lit(true)).limit(7).groupBy().count(), Seq.empty)
+    }
+  }
 }
