@@ -163,14 +163,34 @@ class EmberOperatorSuite extends EmberQueryTest {
     withEmber(enabled = true) {
       val q = df()
       q.collect()
-      assert(nativeNodes(q).count(_.isInstanceOf[EmberInputExec]) >= 2, q.queryExecution.executedPlan.toString)
+      assert(
+        nativeNodes(q).count(_.isInstanceOf[EmberInputExec]) >= 2,
+        q.queryExecution.executedPlan.toString
+      )
     }
   }
 
   test("batches without columns (count over a native filter)") {
     bothAnsiModes { _ =>
       checkSparkAnswerAndNative(data.where(col("i32") > 0).groupBy().count(), Seq(cls[EmberFilterExec]))
-      checkSparkAnswerAndNative(spark.range(0, 100, 1, 3).selectExpr().where(lit(true)).limit(7).groupBy().count(), Seq.empty)
+      checkSparkAnswerAndNative(
+        spark.range(0, 100, 1, 3).selectExpr().where(lit(true)).limit(7).groupBy().count(),
+        Seq.empty
+      )
+    }
+  }
+
+  test("a renaming projection re-expresses its output partitioning (no shuffle wrongly skipped)") {
+    // Shape of Spark's SPARK-53550: a union of aggregates over renamed columns, joined on the renamed key.
+    withTempView("base") {
+      spark.range(0, 50, 1, 3).selectExpr("id % 7 AS k", "id AS v").createOrReplaceTempView("base")
+      val df = () => sql("""
+          |WITH a AS (SELECT k AS name, avg(v) AS av FROM base GROUP BY k),
+          |     b AS (SELECT a1.name, a2.av FROM a a1 JOIN a a2 ON a1.name = a2.name),
+          |     c AS (SELECT DISTINCT * FROM (SELECT * FROM a UNION SELECT * FROM b))
+          |SELECT c1.name, c2.av FROM c c1 JOIN c c2 ON c1.name = c2.name
+          |""".stripMargin)
+      checkSparkAnswerAndNative(df(), Seq(cls[EmberProjectExec]))
     }
   }
 }

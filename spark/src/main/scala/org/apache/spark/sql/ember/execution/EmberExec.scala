@@ -7,7 +7,12 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.ember.serde.TypeSerde
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{
+  OrderPreservingUnaryExecNode,
+  PartitioningPreservingUnaryExecNode,
+  SparkPlan,
+  UnaryExecNode
+}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.vectorized.ColumnarBatch
@@ -66,14 +71,22 @@ case class EmberFilterExec(condition: Expression, child: SparkPlan, nativeOperat
   override protected def withNewChildInternal(newChild: SparkPlan): EmberFilterExec = copy(child = newChild)
 }
 
+/**
+ * Output partitioning and ordering are re-expressed through the projection's aliases, as Spark's `ProjectExec`
+ * does: passing the child's through unchanged would name columns that no longer exist and could let
+ * `EnsureRequirements` skip a shuffle that is needed.
+ */
 case class EmberProjectExec(
     projectList: Seq[NamedExpression],
     child: SparkPlan,
     nativeOperator: proto.Operator
 ) extends UnaryExecNode
+    with PartitioningPreservingUnaryExecNode
+    with OrderPreservingUnaryExecNode
     with EmberExec {
   override def output: Seq[Attribute] = projectList.map(_.toAttribute)
-  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override protected def outputExpressions: Seq[NamedExpression] = projectList
+  override protected def orderingExpressions: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String =
     s"EmberProjectExec ${projectList.mkString("[", ", ", "]")}"
   override protected def withNewChildInternal(newChild: SparkPlan): EmberProjectExec = copy(child = newChild)
