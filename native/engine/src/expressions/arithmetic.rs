@@ -1179,49 +1179,9 @@ mod tests {
     use arrow::array::Int64Array;
     use arrow::datatypes::Field;
 
-    /// A BIGINT operand that fails (DIVIDE_BY_ZERO) if the boolean column `index` is true on any row it is
-    /// evaluated on, and is NULL otherwise.
-    #[derive(Debug, Hash, PartialEq, Eq)]
-    struct FailOnTrue {
-        index: usize,
-    }
-
-    impl FailOnTrue {
-        fn new(index: usize) -> Self {
-            Self { index }
-        }
-    }
-
-    impl fmt::Display for FailOnTrue {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "fail_on_true(#{})", self.index)
-        }
-    }
-
-    impl PhysicalExpr for FailOnTrue {
-        fn data_type(&self, _input_schema: &Schema) -> Result<DataType> {
-            Ok(DataType::Int64)
-        }
-        fn nullable(&self, _input_schema: &Schema) -> Result<bool> {
-            Ok(true)
-        }
-        fn evaluate(&self, batch: &RecordBatch) -> Result<ColumnarValue> {
-            let col = batch.column(self.index).as_any().downcast_ref::<BooleanArray>().unwrap();
-            if col.iter().any(|v| v == Some(true)) {
-                return Err(SparkError::divide_by_zero().into_datafusion());
-            }
-            Ok(ColumnarValue::Array(Arc::new(Int64Array::new_null(batch.num_rows()))))
-        }
-        fn children(&self) -> Vec<&Arc<dyn PhysicalExpr>> {
-            vec![]
-        }
-        fn with_new_children(self: Arc<Self>, _c: Vec<Arc<dyn PhysicalExpr>>) -> Result<Arc<dyn PhysicalExpr>> {
-            Ok(self)
-        }
-        fn fmt_sql(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            fmt::Display::fmt(self, f)
-        }
-    }
+    // Operands that fail (DIVIDE_BY_ZERO) if the boolean column `index` is true on any row they are
+    // evaluated on, and are NULL BIGINTs otherwise.
+    use crate::expressions::test_util::FailOnTrue;
 
     fn batch(a: Vec<Option<i64>>, b: Vec<Option<i64>>, fail: Vec<bool>) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![
@@ -1250,7 +1210,12 @@ mod tests {
     fn right_operand_only_where_left_is_not_null() {
         // The failing operand would raise on row 1, where the left operand is NULL: Spark never evaluates it there.
         let b = batch(vec![Some(1), None, Some(3)], vec![Some(0); 3], vec![false, true, false]);
-        let e = make(pb::ArithOp::Add, pb::EvalMode::Ansi, Arc::new(Column::new("a", 0)), Arc::new(FailOnTrue::new(2)));
+        let e = make(
+            pb::ArithOp::Add,
+            pb::EvalMode::Ansi,
+            Arc::new(Column::new("a", 0)),
+            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
+        );
         let out = e.evaluate(&b).unwrap().into_array(3).unwrap();
         assert_eq!(out.null_count(), 3);
         // Where the left operand is not NULL, it is evaluated (and fails).
@@ -1263,24 +1228,34 @@ mod tests {
         // Divisor: 0, NULL, 2. The failing dividend would raise on rows 0 and 1.
         let b = batch(vec![None; 3], vec![Some(0), None, Some(2)], vec![true, true, false]);
         for op in [pb::ArithOp::Remainder, pb::ArithOp::IntegralDivide] {
-            let e = make(op, pb::EvalMode::Legacy, Arc::new(FailOnTrue::new(2)), Arc::new(Column::new("b", 1)));
+            let e = make(
+                op,
+                pb::EvalMode::Legacy,
+                Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
+                Arc::new(Column::new("b", 1)),
+            );
             assert_eq!(e.evaluate(&b).unwrap().into_array(3).unwrap().null_count(), 3);
             // Under ANSI a zero divisor needs the dividend (a NULL dividend gives NULL, not an error).
-            let e = make(op, pb::EvalMode::Ansi, Arc::new(FailOnTrue::new(2)), Arc::new(Column::new("b", 1)));
+            let e = make(
+                op,
+                pb::EvalMode::Ansi,
+                Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
+                Arc::new(Column::new("b", 1)),
+            );
             assert!(e.evaluate(&b).is_err());
         }
         // TRY `%` behaves like LEGACY, TRY `div` like ANSI (Spark's IntegralDivide raises under TRY).
         let e = make(
             pb::ArithOp::Remainder,
             pb::EvalMode::Try,
-            Arc::new(FailOnTrue::new(2)),
+            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
             Arc::new(Column::new("b", 1)),
         );
         assert!(e.evaluate(&b).is_ok());
         let e = make(
             pb::ArithOp::IntegralDivide,
             pb::EvalMode::Try,
-            Arc::new(FailOnTrue::new(2)),
+            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
             Arc::new(Column::new("b", 1)),
         );
         assert!(e.evaluate(&b).is_err());

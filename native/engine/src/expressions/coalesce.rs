@@ -119,7 +119,11 @@ mod tests {
         )
         .unwrap();
         let e = CoalesceExpr::new(
-            vec![Arc::new(Column::new("a", 0)), Arc::new(Column::new("b", 1)), Arc::new(FailOnTrue::new(2))],
+            vec![
+                Arc::new(Column::new("a", 0)),
+                Arc::new(Column::new("b", 1)),
+                Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
+            ],
             DataType::Int64,
         );
         // FailOnTrue yields NULL Int64 values on rows where it does not fail.
@@ -128,7 +132,7 @@ mod tests {
         assert_eq!(out.iter().collect::<Vec<_>>(), vec![Some(1), Some(20), None]);
 
         // Evaluated on every row, the failing argument raises.
-        let all = CoalesceExpr::new(vec![Arc::new(FailOnTrue::new(2))], DataType::Int64);
+        let all = CoalesceExpr::new(vec![Arc::new(FailOnTrue::nulls(2, DataType::Int64))], DataType::Int64);
         assert!(all.evaluate(&b).is_err());
     }
 }

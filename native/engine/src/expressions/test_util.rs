@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{Array, BooleanArray, Int64Array};
+use arrow::array::{new_null_array, Array, BooleanArray};
 use arrow::datatypes::{DataType, Schema};
 use arrow::record_batch::RecordBatch;
 use datafusion_common::Result;
@@ -12,16 +12,21 @@ use datafusion_physical_expr::PhysicalExpr;
 
 use crate::error::SparkError;
 
-/// Fails with DIVIDE_BY_ZERO if column `index` (boolean) is true in any evaluated row; else returns
-/// the negation of that column (boolean). As a coalesce argument it yields NULL Int64 values.
+/// Fails with DIVIDE_BY_ZERO if column `index` (boolean) is true in any evaluated row; else returns the
+/// negation of that column (`new`) or NULLs of a given type (`nulls`, for arguments of non-boolean expressions).
 #[derive(Debug, Hash, PartialEq, Eq)]
 pub struct FailOnTrue {
     index: usize,
+    nulls_of: Option<DataType>,
 }
 
 impl FailOnTrue {
     pub fn new(index: usize) -> Self {
-        Self { index }
+        Self { index, nulls_of: None }
+    }
+
+    pub fn nulls(index: usize, data_type: DataType) -> Self {
+        Self { index, nulls_of: Some(data_type) }
     }
 }
 
@@ -33,7 +38,7 @@ impl fmt::Display for FailOnTrue {
 
 impl PhysicalExpr for FailOnTrue {
     fn data_type(&self, _input_schema: &Schema) -> Result<DataType> {
-        Ok(DataType::Boolean)
+        Ok(self.nulls_of.clone().unwrap_or(DataType::Boolean))
     }
     fn nullable(&self, _input_schema: &Schema) -> Result<bool> {
         Ok(true)
@@ -43,8 +48,8 @@ impl PhysicalExpr for FailOnTrue {
         if col.iter().any(|v| v == Some(true)) {
             return Err(SparkError::divide_by_zero().into_datafusion());
         }
-        if batch.schema().fields().iter().any(|f| f.data_type() == &DataType::Int64) {
-            return Ok(ColumnarValue::Array(Arc::new(Int64Array::new_null(batch.num_rows()))));
+        if let Some(t) = &self.nulls_of {
+            return Ok(ColumnarValue::Array(new_null_array(t, batch.num_rows())));
         }
         Ok(ColumnarValue::Array(Arc::new(arrow::compute::not(col)?)))
     }
