@@ -1,5 +1,7 @@
 package org.apache.spark.sql.ember
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.SparkSession
@@ -64,7 +66,13 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       tag(plan, s"${serde.enabled.key} is false")
       plan
     } else {
-      serde.convert(plan) match {
+      val converted =
+        try serde.convert(plan)
+        catch {
+          // A serde bug must not fail the query's planning: the operator stays in Spark, with the reason.
+          case NonFatal(e) => Left(s"Ember could not convert ${plan.nodeName}: $e")
+        }
+      converted match {
         case Right(op) => build(op)
         case Left(reason) =>
           tag(plan, reason)

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.execution
 
 import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -160,7 +161,15 @@ object EmberBlock {
     val root = walk(top)
     val conf = SQLConf.get
     val tz = conf.sessionLocalTimeZone
-    val output = TypeSerde.schema(top.output, tz).fold(r => throw new IllegalStateException(r), identity)
+    // Positional names for the batches that cross back to the JVM (Arrow's struct import rejects null names
+    // and would merge duplicate ones); Spark's attributes keep their own names.
+    val named = TypeSerde.schema(top.output, tz).fold(r => throw new IllegalStateException(r), identity)
+    val output = proto.Schema
+      .newBuilder()
+      .addAllFields(named.getFieldsList.asScala.zipWithIndex.map { case (f, i) =>
+        f.toBuilder.setName(s"c$i").build()
+      }.asJava)
+      .build()
     val config = proto.ExecConfig
       .newBuilder()
       .setBatchSize(EmberConf.BATCH_SIZE.get(conf).toInt)

@@ -64,6 +64,13 @@ class SparkArrowReader(
 
   override def bytesRead(): Long = 0L
   override protected def closeReadSource(): Unit = ()
+  // Positional names: Spark allows null and duplicate column names (e.g. after a join), Arrow's struct export
+  // does not, and the native plan binds columns by position anyway.
   override protected def readSchema(): Schema =
-    ArrowUtils.toArrowSchema(schema, timeZoneId, true, false)
+    ArrowUtils.toArrowSchema(SparkArrowReader.positional(schema), timeZoneId, true, false)
+}
+
+object SparkArrowReader {
+  def positional(schema: StructType): StructType =
+    StructType(schema.fields.zipWithIndex.map { case (f, i) => f.copy(name = s"c$i") })
 }

@@ -43,7 +43,7 @@ object ProjectSerde extends OperatorSerde[ProjectExec] {
       val b = proto.Projection.newBuilder()
       exprs.zip(plan.projectList).foreach { case (e, ne) =>
         b.addExprs(e)
-        b.addNames(ne.name)
+        b.addNames(TypeSerde.name(ne.name))
       }
       op(_.setProjection(b))
     }

@@ -30,6 +30,9 @@ object TypeSerde {
     }
   }
 
+  /** Spark allows null attribute names; the engine binds columns by position, so a missing name is "". */
+  def name(n: String): String = if (n == null) "" else n
+
   def supported(dt: DataType): Boolean = convert(dt, "UTC").isRight
 
   /** The proto schema of a list of attributes (an operator's input or output). */
@@ -38,7 +41,7 @@ object TypeSerde {
     attrs.foreach { a =>
       convert(a.dataType, timeZoneId) match {
         case Right(t) =>
-          b.addFields(proto.Field.newBuilder().setName(a.name).setType(t).setNullable(a.nullable))
+          b.addFields(proto.Field.newBuilder().setName(name(a.name)).setType(t).setNullable(a.nullable))
         case Left(reason) => return Left(s"column ${a.name}: $reason")
       }
     }
