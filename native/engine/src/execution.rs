@@ -14,6 +14,7 @@ use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion_execution::memory_pool::MemoryPool;
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_execution::{SendableRecordBatchStream, TaskContext};
+use datafusion_physical_plan::metrics::MetricValue;
 use datafusion_physical_plan::ExecutionPlan;
 use ember_proto as pb;
 use futures::StreamExt;
@@ -33,6 +34,9 @@ pub struct OperatorMetrics {
     pub spill_count: u64,
     pub spilled_bytes: u64,
     pub spilled_rows: u64,
+    /// Operator-specific counters, gauges and timers (ns), by the name the native operator registered them
+    /// under; the Spark node declares SQL metrics with the same names to show them in the SQL UI.
+    pub named: Vec<(String, u64)>,
 }
 
 pub struct NativePlan {
@@ -146,6 +150,21 @@ impl NativePlan {
             entry.spill_count += m.spill_count().unwrap_or(0) as u64;
             entry.spilled_bytes += m.spilled_bytes().unwrap_or(0) as u64;
             entry.spilled_rows += m.spilled_rows().unwrap_or(0) as u64;
+            for metric in m.iter() {
+                let value = metric.value();
+                let name = match value {
+                    MetricValue::Count { name, .. }
+                    | MetricValue::Gauge { name, .. }
+                    | MetricValue::PeakMemoryUsage { name, .. }
+                    | MetricValue::Time { name, .. } => name,
+                    _ => continue,
+                };
+                let v = value.as_usize() as u64;
+                match entry.named.iter_mut().find(|(n, _)| n == name.as_ref()) {
+                    Some((_, total)) => *total += v,
+                    None => entry.named.push((name.to_string(), v)),
+                }
+            }
         }
         out
     }

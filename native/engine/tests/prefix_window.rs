@@ -1032,6 +1032,28 @@ fn metrics_count_prefix_and_refold_frames() {
     }
 }
 
+/// The native plan forwards an operator's own metrics by name (the JVM shows them as SQL metrics).
+#[test]
+fn native_plan_reports_named_metrics_per_operator() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let data = gen(&mut rng, 4, 30, Values::Small, false);
+    let n = data.k.len() as u64;
+    let exprs = vec![
+        pb_window_expr(&W { f: F::Sum, arg: 2, frame: rows(B::P(3), B::CR), ansi: false }, 0),
+        pb_window_expr(&W { f: F::Sum, arg: 4, frame: rows(B::P(3), B::CR), ansi: false }, 1),
+    ];
+    let plan = window_plan(exprs, true, 64);
+    let broker = Arc::new(FixedBroker::new(1 << 30));
+    let mut p =
+        NativePlan::try_new(&plan.encode_to_vec(), vec![reader(batches(&data, &mut rng), schema())], broker).unwrap();
+    while p.next_batch().unwrap().is_some() {}
+    let window_id = plan.root.as_ref().unwrap().id;
+    let m = p.metrics().into_iter().find(|m| m.id == window_id).expect("window metrics");
+    let named = |name: &str| m.named.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    assert_eq!((named("prefix_frames"), named("refold_frames")), (Some(n), Some(n)));
+    assert_eq!(m.output_rows, n);
+}
+
 #[test]
 fn a_partition_that_does_not_fit_is_a_clean_error() {
     let mut rng = StdRng::seed_from_u64(11);

@@ -253,6 +253,26 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_metrics<'l>(
     .resolve::<ThrowEmberException>()
 }
 
+/// Operator-specific metrics as text, one `id\tname\tvalue` line each (names are the native operators' own).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_namedMetrics<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+) -> JString<'l> {
+    env.with_env(|env| -> BridgeResult<JString<'l>> {
+        let h = handle(ptr)?;
+        let mut text = String::new();
+        for m in h.plan.metrics() {
+            for (name, value) in &m.named {
+                text.push_str(&format!("{}\t{}\t{}\n", m.id, name, value));
+            }
+        }
+        Ok(env.new_string(text)?)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
 /// Drops the plan: operators' memory goes back to Spark, spill files are deleted.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(

@@ -84,6 +84,12 @@ public final class NativeLib {
   public static native long[] metrics(long handle);
 
   /**
+   * Operator-specific metrics, one "id\tname\tvalue" line each; a node shows those whose names it declares
+   * as SQL metrics.
+   */
+  public static native String namedMetrics(long handle);
+
+  /**
    * Whether the engine casts {@code from} to {@code to} (serialized proto DataTypes) in {@code evalMode} (proto
    * EvalMode number) and {@code timezone} exactly as Spark does on a JVM of major version {@code jdkFeature}:
    * null if so, else the reason. Asked by the driver at planning time.

@@ -42,7 +42,13 @@ trait EmberExec extends SparkPlan {
     "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
     "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
     "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory")
-  )
+  ) ++ operatorMetrics
+
+  /**
+   * This operator's own metrics, keyed by the names its native operator registers them under (a DataFusion
+   * `MetricBuilder` counter, gauge or timer): the native values are added to them when a task's plan closes.
+   */
+  protected def operatorMetrics: Map[String, SQLMetric] = Map.empty
 
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = EmberBlock.execute(this)
 }

@@ -143,6 +143,13 @@ class NativePlanIterator(
       }
     }
     if (metrics.nonEmpty) metrics.head("peakMemory").add(values(values.length - 1))
+    for (line <- NativeLib.namedMetrics(handle).split('\n') if line.nonEmpty) {
+      line.split('\t') match {
+        case Array(id, name, value) if id.toInt >= 0 && id.toInt < metrics.size =>
+          metrics(id.toInt).get(name).foreach(_.add(value.toLong))
+        case _ =>
+      }
+    }
   }
 
   override def close(): Unit = if (!closed) {

@@ -1,0 +1,82 @@
+"""Shared by the benchmarks in dev/bench: timing (wall and JVM CPU), shuffle bytes, result checksums, tables.
+
+In local mode the executors live in the driver JVM, which is this Python process's parent: its CPU time
+(/proc/<ppid>/stat) is the query's CPU time, all threads included.
+"""
+import os
+import time
+
+from pyspark.sql import functions as F
+
+P = (1 << 61) - 1
+B = 1_000_003
+
+
+def jvm_cpu_seconds():
+    with open(f"/proc/{os.getppid()}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime, stime are fields 14 and 15 of stat (1-based); after the ")" split they are at 11 and 12.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def shuffle_write_bytes(spark):
+    """Total shuffle bytes written by every stage so far (Spark's status store)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    stages = store.stageList(None)
+    total = 0
+    for i in range(stages.size()):
+        total += stages.apply(i).shuffleWriteBytes()
+    return total
+
+
+def timed(spark, action):
+    """Runs action(); returns (wall s, JVM CPU s, shuffle bytes written, error or None)."""
+    shuffle0, cpu0, t0 = shuffle_write_bytes(spark), jvm_cpu_seconds(), time.perf_counter()
+    error = None
+    try:
+        action()
+    except Exception as e:  # a failed run is a result: report it, go on with the next
+        error = str(e).strip().splitlines()[0][:160]
+    return time.perf_counter() - t0, jvm_cpu_seconds() - cpu0, shuffle_write_bytes(spark) - shuffle0, error
+
+
+def noop_write(df):
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _partition_hash(rows):
+    h, n = 0, 0
+    for (x,) in rows:
+        h = (h * B + (x % P)) % P
+        n += 1
+    yield h, n
+
+
+def checksum(df, ordered=False):
+    """Checksum of every output row: order-sensitive (a rolling hash in output order) when `ordered`, else a
+    sum of row hashes (for queries whose row order Spark does not define, e.g. joins and aggregates)."""
+    hashed = df.select(F.xxhash64(*[F.col(c) for c in df.columns]).alias("h"))
+    if not ordered:
+        row = hashed.agg(F.sum(F.col("h").cast("decimal(38,0)")).alias("s"), F.count("*").alias("n")).collect()[0]
+        return int(row["s"] or 0) % P, row["n"]
+    total, count = 0, 0
+    for h, n in hashed.rdd.mapPartitions(_partition_hash).collect():
+        total = (total * pow(B, n, P) + h) % P
+        count += n
+    return total, count
+
+
+def executed_plan(df):
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def table(headers, rows):
+    """Prints a Markdown table (pasted as is into closing notes and docs)."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    print(line(headers))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in cells:
+        print(line(r))
+    print(flush=True)
