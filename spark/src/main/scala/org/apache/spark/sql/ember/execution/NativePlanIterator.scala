@@ -36,7 +36,7 @@ class NativePlanIterator(
   private val allocator =
     ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
   private val readers = inputs.zip(inputSchemas).map { case (in, schema) =>
-    new SparkArrowReader(in.rows, schema, timeZoneId, batchSize, allocator)
+    new SparkArrowReader(in, schema, timeZoneId, batchSize, allocator)
   }
   private val streams = readers.map { r =>
     val s = ArrowArrayStream.allocateNew(allocator)

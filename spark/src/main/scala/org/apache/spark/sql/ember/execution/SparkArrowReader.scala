@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.execution
 
 import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.arrow.vector.ipc.ArrowReader
 import org.apache.arrow.vector.types.pojo.Schema
 import org.apache.spark.TaskContext
@@ -10,27 +11,26 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.ArrowUtils
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-/** A Spark child's output for one task: rows, or columnar batches read row by row. */
-sealed trait InputIterator {
-  def rows: Iterator[InternalRow]
-}
+/** A Spark child's output for one task: rows, or columnar batches (copied column by column). */
+sealed trait InputIterator
 
 object InputIterator {
-  def rows(it: Iterator[InternalRow]): InputIterator = new InputIterator { val rows = it }
-  def columnar(it: Iterator[ColumnarBatch]): InputIterator = new InputIterator {
-    import scala.jdk.CollectionConverters._
-    val rows: Iterator[InternalRow] = it.flatMap(_.rowIterator().asScala)
-  }
+  final case class Rows(rows: Iterator[InternalRow]) extends InputIterator
+  final case class Columnar(batches: Iterator[ColumnarBatch]) extends InputIterator
+
+  def rows(it: Iterator[InternalRow]): InputIterator = Rows(it)
+  def columnar(it: Iterator[ColumnarBatch]): InputIterator = Columnar(it)
 }
 
 /**
- * Spark rows → Arrow batches with Spark's own `ArrowWriter`, exported to the native plan through the Arrow C
- * stream interface. Each batch gets fresh buffers: the native side may still hold the previous one (a sort
- * keeps its input), so buffers are handed over, never reset in place. A failure of the Spark child is kept,
- * so the task fails with the child's own exception rather than the C interface's generic error.
+ * A Spark child's output → Arrow batches, exported to the native plan through the Arrow C stream interface:
+ * rows through Spark's own `ArrowWriter`, columnar batches column by column ([[ColumnarToArrow]]), each as one
+ * Arrow batch. Each batch gets fresh buffers: the native side may still hold the previous one (a sort keeps
+ * its input), so buffers are handed over, never reset in place. A failure of the Spark child is kept, so the
+ * task fails with the child's own exception rather than the C interface's generic error.
  */
 class SparkArrowReader(
-    rows: Iterator[InternalRow],
+    input: InputIterator,
     schema: StructType,
     timeZoneId: String,
     batchSize: Int,
@@ -45,22 +45,48 @@ class SparkArrowReader(
     try {
       if (context != null) context.killTaskIfInterrupted()
       val root = getVectorSchemaRoot
-      if (writer == null) writer = ArrowWriter.create(root)
       root.clear()
-      root.allocateNew()
-      writer.reset()
-      var n = 0
-      while (n < batchSize && rows.hasNext) {
-        writer.write(rows.next())
-        n += 1
+      input match {
+        case InputIterator.Rows(rows) => loadRows(root, rows)
+        case InputIterator.Columnar(batches) => loadColumns(root, batches)
       }
-      writer.finish()
-      n > 0
     } catch {
       case t: Throwable =>
         failure = t
         throw t
     }
+
+  private def loadRows(root: VectorSchemaRoot, rows: Iterator[InternalRow]): Boolean = {
+    if (writer == null) writer = ArrowWriter.create(root)
+    root.allocateNew()
+    writer.reset()
+    var n = 0
+    while (n < batchSize && rows.hasNext) {
+      writer.write(rows.next())
+      n += 1
+    }
+    writer.finish()
+    n > 0
+  }
+
+  /** The next non-empty batch (an empty one would read as the end of the stream). */
+  private def loadColumns(root: VectorSchemaRoot, batches: Iterator[ColumnarBatch]): Boolean = {
+    while (batches.hasNext) {
+      val batch = batches.next()
+      val n = batch.numRows()
+      if (n > 0) {
+        val vectors = root.getFieldVectors
+        var c = 0
+        while (c < vectors.size()) {
+          ColumnarToArrow.copy(batch.column(c), vectors.get(c), n)
+          c += 1
+        }
+        root.setRowCount(n)
+        return true
+      }
+    }
+    false
+  }
 
   override def bytesRead(): Long = 0L
   override protected def closeReadSource(): Unit = ()
