@@ -80,3 +80,32 @@ def table(headers, rows):
     for r in cells:
         print(line(r))
     print(flush=True)
+
+
+def stage_ids(spark):
+    """Ids of every stage the status store knows so far (pass to stages_since to find a query's stages)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    stages = store.stageList(None)
+    return {stages.apply(i).stageId() for i in range(stages.size())}
+
+
+def stages_since(spark, known):
+    """Stages not in `known` (from stage_ids()), by id: dicts with id, name, tasks, executor run time and
+    CPU time in seconds (summed over the stage's tasks: Spark's own stage metrics)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    stages = store.stageList(None)
+    out = []
+    for i in range(stages.size()):
+        s = stages.apply(i)
+        if s.stageId() in known:
+            continue
+        out.append(
+            {
+                "id": s.stageId(),
+                "name": s.name(),
+                "tasks": s.numTasks(),
+                "run_s": s.executorRunTime() / 1e3,
+                "cpu_s": s.executorCpuTime() / 1e9,
+            }
+        )
+    return sorted(out, key=lambda s: s["id"])
