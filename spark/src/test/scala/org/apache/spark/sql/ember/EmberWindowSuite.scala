@@ -354,6 +354,11 @@ class EmberWindowSuite extends EmberQueryTest {
       assert(windowNodes(df).isEmpty)
       assert(reasons(df).exists(_.contains(reason)), s"expected '$reason' in ${reasons(df)}")
     }
+    withSQLConf("spark.sql.windowExec.buffer.spill.threshold" -> "100") {
+      val df = checkSparkAnswerAndNative(data.select(col("id"), sum("v").over(byK.rowsBetween(-2, 0))), Nil)
+      assert(windowNodes(df).isEmpty)
+      assert(reasons(df).exists(_.contains("cannot spill a partition")))
+    }
     withSQLConf("spark.ember.exec.window.enabled" -> "false") {
       val df = checkSparkAnswerAndNative(data.select(col("id"), sum("v").over(byK.rowsBetween(-2, 0))), Nil)
       assert(windowNodes(df).isEmpty)

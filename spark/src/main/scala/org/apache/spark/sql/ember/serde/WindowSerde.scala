@@ -175,9 +175,27 @@ object WindowSerde extends OperatorSerde[WindowExec] {
     }
   }
 
+  /**
+   * The native window holds a partition's rows in reserved memory and cannot spill them (a partition larger than
+   * the pool grants is an error), so when the user asked Spark's window to spill partitions past a row count or
+   * a size, Spark's window keeps the operator.
+   */
+  private def spillThresholds: Either[String, Unit] = {
+    val c = org.apache.spark.sql.internal.SQLConf.get
+    if (
+      c.windowExecBufferSpillThreshold < Int.MaxValue || c.windowExecBufferSpillSizeThreshold < Long.MaxValue
+    )
+      Left(
+        "Spark's window spill threshold is set (spark.sql.windowExec.buffer.spill.threshold / " +
+          "spill.size.threshold) and the native window cannot spill a partition"
+      )
+    else Right(())
+  }
+
   override def convert(plan: WindowExec): Either[String, proto.Operator] = {
     val input = plan.child.output
     for {
+      _ <- spillThresholds
       _ <- checkSchema(input)
       _ <- checkSchema(plan.output)
       partition <- ExprSerde.convertAll(plan.partitionSpec, input)
