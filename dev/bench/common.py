@@ -19,10 +19,18 @@ def jvm_cpu_seconds():
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _stage_list(spark):
+    """Every stage in Spark's status store (AppStatusStore.stageList has five parameters in Spark 4.1, and py4j
+    does not fill in Scala defaults)."""
+    sc = spark.sparkContext
+    store = sc._jsc.sc().statusStore()
+    no_quantiles = sc._gateway.new_array(sc._jvm.double, 0)
+    return store.stageList(None, False, False, no_quantiles, None)
+
+
 def shuffle_write_bytes(spark):
     """Total shuffle bytes written by every stage so far (Spark's status store)."""
-    store = spark.sparkContext._jsc.sc().statusStore()
-    stages = store.stageList(None)
+    stages = _stage_list(spark)
     total = 0
     for i in range(stages.size()):
         total += stages.apply(i).shuffleWriteBytes()
@@ -80,3 +88,30 @@ def table(headers, rows):
     for r in cells:
         print(line(r))
     print(flush=True)
+
+
+def stage_ids(spark):
+    """Ids of every stage the status store knows so far (pass to stages_since to find a query's stages)."""
+    stages = _stage_list(spark)
+    return {stages.apply(i).stageId() for i in range(stages.size())}
+
+
+def stages_since(spark, known):
+    """Stages not in `known` (from stage_ids()), by id: dicts with id, name, tasks, executor run time and
+    CPU time in seconds (summed over the stage's tasks: Spark's own stage metrics)."""
+    stages = _stage_list(spark)
+    out = []
+    for i in range(stages.size()):
+        s = stages.apply(i)
+        if s.stageId() in known:
+            continue
+        out.append(
+            {
+                "id": s.stageId(),
+                "name": s.name(),
+                "tasks": s.numTasks(),
+                "run_s": s.executorRunTime() / 1e3,
+                "cpu_s": s.executorCpuTime() / 1e9,
+            }
+        )
+    return sorted(out, key=lambda s: s["id"])

@@ -60,6 +60,39 @@ object EmberConf {
     "Run `LocalLimitExec` and `GlobalLimitExec` natively (as `EmberLocalLimitExec` / `EmberGlobalLimitExec`)."
   )
 
+  val EXEC_WINDOW: Entry[Boolean] = bool(
+    "spark.ember.exec.window.enabled",
+    default = true,
+    "Run `WindowExec` natively (as `EmberWindowExec`): row_number, rank, dense_rank, lag, lead, and sum, count, " +
+      "avg, min, max over ROWS frames and over RANGE frames bounded by UNBOUNDED / CURRENT ROW."
+  )
+
+  val WINDOW_PREFIX: Entry[Boolean] = bool(
+    "spark.ember.window.prefix.enabled",
+    default = true,
+    "Evaluate the integral SUM / COUNT / AVG frames of a native window from one running prefix per measure (two " +
+      "lookups per frame, whatever its width). When false, each frame is evaluated on its own (add-and-retract, " +
+      "or a checked fold under ANSI): the baseline the prefix evaluation is measured against. Same results."
+  )
+
+  val WINDOW_PREFIX_REWRITE: Entry[Boolean] = bool(
+    "spark.ember.window.prefixRewrite.enabled",
+    default = false,
+    "Optimizer rule for Spark's own window operator: rewrite the sliding integral SUMs of one window spec " +
+      "(ROWS BETWEEN n PRECEDING AND CURRENT ROW) into one running sum and count plus lag differences over the " +
+      "same spec (no new shuffle or sort). Applied only with spark.sql.ansi.enabled=false, where it is exact; " +
+      "queries with ANSI on, float/decimal measures, DISTINCT, FILTER or non-literal bounds are left untouched."
+  )
+
+  val WINDOW_PREFIX_REWRITE_MIN_WIDTH: Entry[Long] = long(
+    "spark.ember.window.prefixRewrite.minTotalWidth",
+    default = 16,
+    "The rewrite applies to a window spec only when the frame widths (n + 1 rows) of its qualifying sums add " +
+      "up to at least this many rows. The rewrite adds about 4 window columns per measure (running sum and " +
+      "count, then two lags per frame) and Spark's running frame and offset lookups cost about one row update " +
+      "each, so below ~16 rows of total width the refold it replaces is not slower."
+  )
+
   val EXPLAIN_FALLBACK: Entry[Boolean] = bool(
     "spark.ember.explainFallback.enabled",
     default = false,

@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.serde._
 import org.apache.spark.sql.execution._
+import org.apache.spark.sql.execution.window.WindowExec
 import org.ember.EmberConf
 import org.ember.proto
 
@@ -91,6 +92,10 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
     case g: GlobalLimitExec =>
       attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
+    case w: WindowExec =>
+      attempt(w, WindowSerde)(op =>
+        EmberWindowExec(w.windowExpression, w.partitionSpec, w.orderSpec, native(w.child), op)
+      )
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")
