@@ -91,6 +91,27 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
     case g: GlobalLimitExec =>
       attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
+    case a: aggregate.BaseAggregateExec =>
+      attempt(a, AggregateSerde) { op =>
+        val node = EmberHashAggregateExec(
+          a.requiredChildDistributionExpressions,
+          a.isStreaming,
+          a.numShufflePartitions,
+          a.groupingExpressions,
+          a.aggregateExpressions,
+          a.aggregateAttributes,
+          a.initialInputBufferOffset,
+          a.resultExpressions,
+          native(AggregateSerde.unsortedChild(a)),
+          op
+        )
+        // A sort aggregate's parent may rely on its output being sorted by the keys: sort the (few) groups.
+        if (a.outputOrdering.isEmpty) node
+        else {
+          val sort = SortExec(a.outputOrdering, global = false, node)
+          attempt(sort, SortSerde)(so => EmberSortExec(sort.sortOrder, global = false, node, so))
+        }
+      }
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

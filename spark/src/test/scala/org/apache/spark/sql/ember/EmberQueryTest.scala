@@ -16,6 +16,7 @@ import org.apache.spark.sql.execution.{
   SparkPlan
 }
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
 
@@ -113,7 +114,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberProjectExec] -> classOf[ProjectExec],
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
-    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec]
+    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
+    classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec]
   )
 
   /**
