@@ -100,7 +100,7 @@ object EmberConf {
   )
 
   val AGG_ADAPTIVE_FORCE_PASS_THROUGH: Entry[Boolean] = bool(
-    "spark.ember.aggregate.adaptivePartial.forcePassThrough",
+    "spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled",
     default = false,
     "Test knob: native partial aggregates pass every row through from the first one (no combining)."
   )

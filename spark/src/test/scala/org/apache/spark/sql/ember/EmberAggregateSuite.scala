@@ -65,7 +65,8 @@ class EmberAggregateSuite extends EmberQueryTest {
     bothAnsiModes { _ =>
       val df = data.select(col("i8"), when(col("i8") > 0, col("i32")).as("v"), col("dt"))
       checkSparkAnswerAndNative(
-        df.groupBy("i8").agg(count("v"), sum("v"), avg("v"), min("v"), max("v"), max(when(col("v") > 0, col("dt")))),
+        df.groupBy("i8")
+          .agg(count("v"), sum("v"), avg("v"), min("v"), max("v"), max(when(col("v") > 0, col("dt")))),
         agg
       )
     }
@@ -98,7 +99,10 @@ class EmberAggregateSuite extends EmberQueryTest {
   test("sum and avg of doubles: NaN, infinities, -0.0, in Spark's order of addition") {
     bothAnsiModes { _ =>
       val d = data.select(col("i8"), col("f64"), col("f32"), (col("f64") * 1e300).as("huge"))
-      checkSparkAnswerAndNative(d.groupBy("i8").agg(sum("f64"), avg("f64"), sum("f32"), sum("huge"), avg("huge")), agg)
+      checkSparkAnswerAndNative(
+        d.groupBy("i8").agg(sum("f64"), avg("f64"), sum("f32"), sum("huge"), avg("huge")),
+        agg
+      )
       checkSparkAnswerAndNative(d.agg(sum("f64"), avg("f64"), sum("f32"), avg("huge")), agg)
       val zeros = spark.createDataFrame(
         spark.sparkContext.parallelize(Seq(Row(1, -0.0), Row(1, -0.0), Row(2, -0.0), Row(2, null)), 1),
@@ -120,7 +124,10 @@ class EmberAggregateSuite extends EmberQueryTest {
 
   test("DISTINCT aggregates (Spark's de-duplicating aggregates run natively)") {
     bothAnsiModes { _ =>
-      checkSparkAnswerAndNative(data.groupBy("i8").agg(count_distinct(col("i16")), sum("i32"), count(lit(1))), agg)
+      checkSparkAnswerAndNative(
+        data.groupBy("i8").agg(count_distinct(col("i16")), sum("i32"), count(lit(1))),
+        agg
+      )
       checkSparkAnswerAndNative(data.agg(count_distinct(col("s")), sum_distinct(col("i16"))), agg)
       checkSparkAnswerAndNative(data.select("i8", "s").distinct(), agg)
     }
@@ -131,7 +138,11 @@ class EmberAggregateSuite extends EmberQueryTest {
       checkSparkAnswerAndNative(
         data
           .groupBy(col("i8"))
-          .agg((count(lit(1)) + 1).as("c1"), coalesce(max("i32"), lit(-1)).as("m"), (col("i8") === 1).as("one")),
+          .agg(
+            (count(lit(1)) + 1).as("c1"),
+            coalesce(max("i32"), lit(-1)).as("m"),
+            (col("i8") === 1).as("one")
+          ),
         agg
       )
     }
@@ -141,7 +152,8 @@ class EmberAggregateSuite extends EmberQueryTest {
     for (side <- Seq("partial", "final")) {
       withSQLConf("spark.ember.aggregate.nativeSides" -> side, "spark.sql.ansi.enabled" -> "false") {
         val fs = allFunctions(data)
-        val queries = Seq(() => data.groupBy("i16").agg(fs.head, fs.tail: _*), () => data.agg(fs.head, fs.tail: _*))
+        val queries =
+          Seq(() => data.groupBy("i16").agg(fs.head, fs.tail: _*), () => data.agg(fs.head, fs.tail: _*))
         for (query <- queries) {
           val df = checkSparkAnswerAndNative(query(), agg)
           val nodes = executedNodes(df)
@@ -161,17 +173,20 @@ class EmberAggregateSuite extends EmberQueryTest {
 
   test("forced pass-through: Spark's rows, and the metric counts every input row") {
     withSQLConf(
-      "spark.ember.aggregate.adaptivePartial.forcePassThrough" -> "true",
+      "spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled" -> "true",
       "spark.sql.ansi.enabled" -> "false"
     ) {
       // Everything but floating-point sums and averages, which never pass through (see below).
       val fs = allFunctions(data).filterNot(c => Seq("avg_", "sum_f").exists(c.toString.contains))
       def passed(df: DataFrame) =
-        nativeNodes(df).collect { case a: EmberHashAggregateExec => a.metrics("rows_passed_through").value }.sum
+        nativeNodes(df).collect { case a: EmberHashAggregateExec =>
+          a.metrics("rows_passed_through").value
+        }.sum
       val df = checkSparkAnswerAndNative(data.groupBy("i8").agg(fs.head, fs.tail: _*), agg)
       assert(passed(df) == 3000, s"rows passed through: ${passed(df)}")
       // Passing through would re-associate double additions in the final aggregate: such partials combine.
-      val doubles = checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("f64"), avg("i32"), count(lit(1))), agg)
+      val doubles =
+        checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("f64"), avg("i32"), count(lit(1))), agg)
       assert(passed(doubles) == 0)
       for (side <- Seq("partial", "both")) {
         withSQLConf("spark.ember.aggregate.nativeSides" -> side) {
@@ -197,7 +212,9 @@ class EmberAggregateSuite extends EmberQueryTest {
     }
   }
 
-  test("string and binary min/max: Spark's sort aggregate, replaced when order cannot matter; output sorted") {
+  test(
+    "string and binary min/max: Spark's sort aggregate, replaced when order cannot matter; output sorted"
+  ) {
     bothAnsiModes { ansi =>
       val fs = Seq(min("s"), max("s"), min("bin"), max("bin"), count("s"), max("i32"))
       val df = checkSparkAnswerAndNative(data.groupBy("i8").agg(fs.head, fs.tail: _*), agg, ordered = false)
@@ -228,7 +245,10 @@ class EmberAggregateSuite extends EmberQueryTest {
     }
     def assertFallback(df: DataFrame, fragment: String): Unit = {
       val r = reasons(df)
-      assert(r.exists(_.toLowerCase.contains(fragment.toLowerCase)), s"no reason containing '$fragment' in $r")
+      assert(
+        r.exists(_.toLowerCase.contains(fragment.toLowerCase)),
+        s"no reason containing '$fragment' in $r"
+      )
       checkAnswer(df, withEmber(enabled = false)(df.collect().toSeq))
     }
     assertFallback(data.groupBy("f64").agg(count(lit(1))), "normalize")

@@ -36,7 +36,8 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
     def notTry(mode: EvalMode.Value, k: proto.AggregateFunctionKind) =
       if (mode == EvalMode.TRY) Left(s"${f.prettyName} in TRY mode is not supported natively") else Right(k)
     f match {
-      case Count(children) if children.isEmpty || children.forall(_.foldable) && children.forall(!_.nullable) =>
+      case Count(children)
+          if children.isEmpty || children.forall(_.foldable) && children.forall(!_.nullable) =>
         Right(AGGREGATE_FUNCTION_KIND_COUNT_STAR)
       case Count(Seq(_)) => Right(AGGREGATE_FUNCTION_KIND_COUNT)
       case Count(_) => Left("count of several expressions is not supported natively")
@@ -62,7 +63,9 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
   private def field(a: Attribute, tz: String): Either[String, proto.Field] =
     TypeSerde
       .convert(a.dataType, tz)
-      .map(t => proto.Field.newBuilder().setName(TypeSerde.name(a.name)).setType(t).setNullable(a.nullable).build())
+      .map(t =>
+        proto.Field.newBuilder().setName(TypeSerde.name(a.name)).setType(t).setNullable(a.nullable).build()
+      )
 
   private def function(
       ae: AggregateExpression,
@@ -115,7 +118,8 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       case Seq(Complete) => Left("Complete-mode aggregates are not supported natively")
       case several => Left(s"aggregate mixing modes ${several.mkString(", ")} is not supported natively")
     }
-    val isPartial = modes == Seq(Partial) || (modes.isEmpty && plan.requiredChildDistributionExpressions.isEmpty)
+    val isPartial =
+      modes == Seq(Partial) || (modes.isEmpty && plan.requiredChildDistributionExpressions.isEmpty)
     for {
       _ <- sideEnabled(plan, conf)
       _ <- plan match {
@@ -127,7 +131,9 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
         case _ => Right(())
       }
       _ <- if (plan.isStreaming) Left("streaming aggregates are not supported natively") else Right(())
-      _ <- if (aggs.exists(_.filter.isDefined)) Left("aggregate FILTER clauses are not supported natively") else Right(())
+      _ <-
+        if (aggs.exists(_.filter.isDefined)) Left("aggregate FILTER clauses are not supported natively")
+        else Right(())
       m <- mode
       _ <- checkSchema(plan.child.output)
       _ <- checkSchema(plan.output)
@@ -144,7 +150,8 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       // Partial / PartialMerge output: the grouping columns then the buffers, exactly.
       _ <-
         if (m == proto.AggregateMode.AGGREGATE_MODE_FINAL) Right(())
-        else if (plan.resultExpressions.map(_.exprId) == (groupingAttrs ++ bufferAttrs).map(_.exprId)) Right(())
+        else if (plan.resultExpressions.map(_.exprId) == (groupingAttrs ++ bufferAttrs).map(_.exprId))
+          Right(())
         else Left("partial aggregate with result expressions other than its grouping columns and buffers")
       // What the functions' arguments refer to: the child's output (Partial), else the raw input the partial
       // aggregate consumed (only types matter there).
@@ -208,12 +215,16 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
    */
   private def orderInsensitive(plan: SortAggregateExec): Either[String, Unit] =
     plan.aggregateExpressions.map(_.aggregateFunction).collectFirst {
-      case f: Sum if !(f.child.dataType.isInstanceOf[IntegralType] && f.evalContext.evalMode == EvalMode.LEGACY) => f
+      case f: Sum
+          if !(f.child.dataType.isInstanceOf[IntegralType] && f.evalContext.evalMode == EvalMode.LEGACY) =>
+        f
       case f @ (_: Average | _: First | _: Last) => f
     } match {
       case Some(f) =>
-        Left(s"sort aggregate with ${f.prettyName}(${f.children.head.dataType.simpleString}): its result depends on " +
-          "the order Spark's sort leaves rows in")
+        Left(
+          s"sort aggregate with ${f.prettyName}(${f.children.head.dataType.simpleString}): its result depends on " +
+            "the order Spark's sort leaves rows in"
+        )
       case None => Right(())
     }
 
