@@ -19,10 +19,18 @@ def jvm_cpu_seconds():
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _stage_list(spark):
+    """Every stage in Spark's status store (AppStatusStore.stageList has five parameters in Spark 4.1, and py4j
+    does not fill in Scala defaults)."""
+    sc = spark.sparkContext
+    store = sc._jsc.sc().statusStore()
+    no_quantiles = sc._gateway.new_array(sc._jvm.double, 0)
+    return store.stageList(None, False, False, no_quantiles, None)
+
+
 def shuffle_write_bytes(spark):
     """Total shuffle bytes written by every stage so far (Spark's status store)."""
-    store = spark.sparkContext._jsc.sc().statusStore()
-    stages = store.stageList(None)
+    stages = _stage_list(spark)
     total = 0
     for i in range(stages.size()):
         total += stages.apply(i).shuffleWriteBytes()
