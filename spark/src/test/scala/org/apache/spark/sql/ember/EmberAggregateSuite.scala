@@ -261,6 +261,8 @@ class EmberAggregateSuite extends EmberQueryTest {
     assertFallback(data.groupBy("i8").agg(expr("try_sum(i32)")), "try")
     assertFallback(data.groupBy("i8").agg(expr("count(*) FILTER (WHERE i32 > 0)")), "FILTER")
     assertFallback(data.groupBy("i8").agg(collect_list("i32")), "collect_list")
+    // No keys and no functions (one row of no columns in Spark).
+    assertFallback(data.agg(Map.empty[String, String]), "without grouping keys and functions")
   }
 
   test("exec switch: spark.ember.exec.aggregate.enabled=false keeps Spark's aggregates") {

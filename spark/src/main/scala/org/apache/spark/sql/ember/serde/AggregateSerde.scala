@@ -130,6 +130,11 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
         case s: SortAggregateExec => orderInsensitive(s)
         case _ => Right(())
       }
+      _ <-
+        // The native aggregate would produce a batch of no columns (no row count in Arrow's RecordBatch).
+        if (plan.output.isEmpty || (plan.groupingExpressions.isEmpty && aggs.isEmpty))
+          Left("aggregate without grouping keys and functions is not supported natively")
+        else Right(())
       _ <- if (plan.isStreaming) Left("streaming aggregates are not supported natively") else Right(())
       _ <-
         if (aggs.exists(_.filter.isDefined)) Left("aggregate FILTER clauses are not supported natively")
