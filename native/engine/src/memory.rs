@@ -65,6 +65,9 @@ impl MemoryPool for BrokerMemoryPool {
     /// Infallible growth (DataFusion uses it for memory it cannot give back, e.g. a batch already produced):
     /// take what the broker grants and account the rest as used, so it is released correctly later.
     fn grow(&self, _reservation: &MemoryReservation, additional: usize) {
+        if additional == 0 {
+            return; // Spark's TaskMemoryManager asserts on requests of 0 bytes
+        }
         let granted = self.broker.acquire(additional).unwrap_or(0);
         let mut s = self.state.lock().unwrap();
         s.used += additional;
@@ -84,6 +87,9 @@ impl MemoryPool for BrokerMemoryPool {
     }
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
+        if additional == 0 {
+            return Ok(()); // Spark's TaskMemoryManager asserts on requests of 0 bytes
+        }
         let granted = self.broker.acquire(additional)?;
         if granted < additional {
             if granted > 0 {

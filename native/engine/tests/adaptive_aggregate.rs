@@ -536,10 +536,13 @@ mod via_proto {
         result: DataType,
         name: &str,
     ) -> pb::AggregateFunction {
+        // Spark's buffer for these functions is one column of the result type.
+        let intermediate = vec![pb::Field { name: "buf".into(), r#type: Some(pb_type(&result)), nullable: true }];
         pb::AggregateFunction {
             kind: kind as i32,
             args,
             result_type: Some(pb_type(&result)),
+            intermediate,
             name: name.into(),
             ..Default::default()
         }
@@ -576,6 +579,7 @@ mod via_proto {
                 functions: functions(),
                 raw_input_schema: None,
                 adaptive: Some(adaptive),
+                ..Default::default()
             }),
             vec![input(0, &kv)],
         );
@@ -588,6 +592,7 @@ mod via_proto {
                 functions: functions(),
                 raw_input_schema: Some(pb_schema(&kv)),
                 adaptive: None,
+                ..Default::default()
             }),
             vec![partial],
         );
@@ -676,6 +681,7 @@ mod via_proto {
                     functions: vec![f],
                     raw_input_schema: None,
                     adaptive: None,
+                    ..Default::default()
                 }),
                 vec![input(0, &kv)],
             );
@@ -683,10 +689,22 @@ mod via_proto {
                 .err()
         };
         use pb::AggregateFunctionKind as K;
-        // ANSI sum: Spark raises on overflow, DataFusion's sum wraps.
+        // TRY sum (try_sum): not implemented natively; ANSI is.
         let mut f = function(K::Sum, vec![pcol(1, &DataType::Int64)], DataType::Int64, "s");
+        f.eval_mode = pb::EvalMode::Try as i32;
+        assert!(bad(f.clone()).is_some());
         f.eval_mode = pb::EvalMode::Ansi as i32;
-        assert!(bad(f).is_some());
+        assert!(bad(f).is_none());
+        // A buffer that is not Spark's: avg's is (sum DOUBLE, count BIGINT).
+        let mut avg = function(K::Avg, vec![pcol(1, &DataType::Int64)], DataType::Float64, "a");
+        assert!(bad(avg.clone()).unwrap().to_string().contains("aggregation buffer"));
+        avg.intermediate.push(pb::Field {
+            name: "count".into(),
+            r#type: Some(pb_type(&DataType::Int64)),
+            nullable: false,
+        });
+        // Spark's buffer: the plan is built (it fails later only because this test's output schema is (k, v)).
+        assert!(!bad(avg).unwrap().to_string().contains("aggregation buffer"));
         // A result type that is not Spark's.
         assert!(bad(function(K::Avg, vec![pcol(1, &DataType::Int64)], DataType::Int64, "a")).is_some());
         assert!(bad(function(K::Count, vec![], DataType::Int64, "c")).is_some());

@@ -6,6 +6,7 @@ pub mod coalesce;
 pub mod logical;
 pub mod mode;
 pub mod normalize;
+pub mod sum_avg;
 
 #[cfg(test)]
 pub(crate) mod test_util;

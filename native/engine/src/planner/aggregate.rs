@@ -1,41 +1,39 @@
 //! Proto `Aggregate` → DataFusion: the HLL-gated [`AdaptiveAggregateExec`] for a grouped partial aggregate,
-//! DataFusion's `AggregateExec` otherwise (global partial, partial-merge, final).
+//! DataFusion's `AggregateExec` otherwise (global partial, partial-merge, final), and for FINAL a projection
+//! evaluating Spark's result expressions.
 //!
-//! The functions are DataFusion's (`datafusion-functions-aggregate`) for now. Where they differ from Spark —
-//! the Spark half must plan around these until Spark-exact versions replace them:
-//! - intermediate layouts: DataFusion's `avg` buffer is (count: UInt64, sum), Spark's (sum, count: Long);
-//!   `count` is Int64 in both; `first`/`last` keep (value, is_set) in both orders but DataFusion names and
-//!   orders its columns its own way; so a native partial cannot yet feed a Spark final (or the reverse);
-//! - `sum` of integers wraps around on overflow (Spark LEGACY also wraps for long, but ANSI raises and TRY gives
-//!   NULL: both rejected here); `sum` of decimals: DataFusion's result type is decimal(min(38, p + 10), s) like
-//!   Spark's, but it adds the unscaled i128 values with wrap-around and never checks the precision, where
-//!   Spark gives NULL (LEGACY) on overflow; Spark's decimal sum buffer also carries an `isEmpty` flag;
-//! - `avg` of integers computes in double (as Spark); `avg` of decimals: result decimal(min(38, p + 4),
-//!   min(38, s + 4)) in both, but Spark's rounding and overflow-to-NULL differ;
-//! - `min`/`max` of doubles: DataFusion orders NaN above everything like Spark, but -0.0 and 0.0 are distinct
-//!   values to it (Spark's partial aggregate normalizes them in its grouping keys, not in min/max).
+//! Intermediate columns are exactly Spark's aggregation buffers (`aggBufferAttributes`, checked against the
+//! proto's `intermediate` fields), so a native partial feeds a Spark final and the reverse:
+//! - `count`: DataFusion's (`[count: Int64]`, as Spark's);
+//! - `sum` / `avg` of non-decimals: Ember's [`crate::expressions::sum_avg`] (Spark's `[sum]` and
+//!   `[sum: DOUBLE, count: BIGINT]` buffers, in-order adds, ANSI overflow for BIGINT sums);
+//! - `min` / `max`: DataFusion's (`[value]`), except over FLOAT/DOUBLE: DataFusion orders -0.0 below 0.0
+//!   where Spark's `greatest`/`least` keep the first of the two (rejected: the JVM falls back);
+//! - `first` / `last`: DataFusion's (`[value, is_set]`, Spark's `[first|last, valueSet]`) with Spark's
+//!   ignore-nulls rule.
 //!
-//! A function whose DataFusion result type is not the type Spark resolved is rejected, so the JVM falls back.
+//! Rejected (the JVM mirrors these in `AggregateSerde` and falls back): decimal `sum`/`avg` (Spark's
+//! `isEmpty` flag and overflow-to-NULL), TRY mode, FLOAT/DOUBLE `min`/`max`.
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::datatypes::{DataType, SchemaRef};
 use datafusion_common::{Result, ScalarValue};
 use datafusion_expr::AggregateUDF;
-use datafusion_functions_aggregate::average::avg_udaf;
 use datafusion_functions_aggregate::count::count_udaf;
 use datafusion_functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
 use datafusion_functions_aggregate::min_max::{max_udaf, min_udaf};
-use datafusion_functions_aggregate::sum::sum_udaf;
 use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
 use datafusion_physical_expr::expressions::{CastExpr, Literal};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
+use datafusion_physical_plan::projection::ProjectionExec;
 use datafusion_physical_plan::ExecutionPlan;
 use ember_proto as pb;
 
 use super::expr::create_expr;
 use super::types::{required_type, to_arrow_schema};
 use crate::error::plan_error;
+use crate::expressions::sum_avg::{spark_avg, spark_sum};
 use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
 
 pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
@@ -72,14 +70,28 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         pb::AggregateMode::Unspecified => unreachable!(),
     };
     let filters = vec![None; functions.len()];
-    Ok(Arc::new(AggregateExec::try_new(
+    let aggregate: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
         df_mode,
         PhysicalGroupBy::new_single(group_by),
         functions,
         filters,
         input,
         raw_schema,
-    )?))
+    )?);
+    if mode != pb::AggregateMode::Final || agg.result_exprs.is_empty() {
+        return Ok(aggregate);
+    }
+    if agg.result_exprs.len() != agg.result_names.len() {
+        return Err(plan_error("aggregate needs one name per result expression"));
+    }
+    let schema = aggregate.schema();
+    let exprs = agg
+        .result_exprs
+        .iter()
+        .zip(&agg.result_names)
+        .map(|(e, n)| Ok((create_expr(e, &schema)?, n.clone())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(ProjectionExec::try_new(exprs, aggregate)?))
 }
 
 /// The gate's knobs from the proto; absent: a plain partial aggregate (gate off).
@@ -121,34 +133,42 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
         }
         K::Sum => {
             expect_args(1)?;
-            let mode = pb::EvalMode::try_from(f.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
-            if mode != pb::EvalMode::Legacy {
-                return Err(plan_error("sum: only LEGACY overflow behaviour is supported natively for now"));
+            let ansi = spark_eval_mode(f)?;
+            // Spark sums integral types as BIGINT and floating types as DOUBLE.
+            let arg = args.remove(0);
+            let t = arg.data_type(schema)?;
+            let to = if t.is_integer() {
+                DataType::Int64
+            } else if t.is_floating() {
+                DataType::Float64
+            } else {
+                return Err(plan_error(format!("sum of {t} is not supported natively")));
+            };
+            args = vec![cast_to(arg, &t, to)];
+            spark_sum(ansi)
+        }
+        K::Min | K::Max => {
+            expect_args(1)?;
+            if args[0].data_type(schema)?.is_floating() {
+                return Err(plan_error(format!("{kind:?} of FLOAT/DOUBLE: -0.0 and 0.0 order differently")));
             }
-            // Spark sums integral types as long.
-            args = vec![widen_integral(args.remove(0), schema, DataType::Int64)?];
-            sum_udaf()
-        }
-        K::Min => {
-            expect_args(1)?;
-            min_udaf()
-        }
-        K::Max => {
-            expect_args(1)?;
-            max_udaf()
+            if kind == K::Min {
+                min_udaf()
+            } else {
+                max_udaf()
+            }
         }
         K::Avg => {
             expect_args(1)?;
-            let mode = pb::EvalMode::try_from(f.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
-            if mode != pb::EvalMode::Legacy {
-                return Err(plan_error("avg: only LEGACY overflow behaviour is supported natively for now"));
+            spark_eval_mode(f)?;
+            // Spark averages every non-decimal type in DOUBLE.
+            let arg = args.remove(0);
+            let t = arg.data_type(schema)?;
+            if !(t.is_integer() || t.is_floating()) {
+                return Err(plan_error(format!("avg of {t} is not supported natively")));
             }
-            // Spark averages integral and float input in double.
-            let t = args[0].data_type(schema)?;
-            if t.is_integer() || t == DataType::Float32 {
-                args = vec![Arc::new(CastExpr::new(args.remove(0), DataType::Float64, None))];
-            }
-            avg_udaf()
+            args = vec![cast_to(arg, &t, DataType::Float64)];
+            spark_avg()
         }
         K::First => {
             expect_args(1)?;
@@ -173,10 +193,31 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
             expr.field().data_type()
         )));
     }
+    // The buffer must be Spark's, column for column (names aside).
+    let state = expr.state_fields()?;
+    let state_types: Vec<DataType> = state.iter().map(|f| f.data_type().clone()).collect();
+    let spark_types = f.intermediate.iter().map(|field| required_type(&field.r#type)).collect::<Result<Vec<_>>>()?;
+    if state_types != spark_types {
+        return Err(plan_error(format!(
+            "{kind:?}: native aggregation buffer {state_types:?} is not Spark's {spark_types:?}"
+        )));
+    }
     Ok(Arc::new(expr))
 }
 
-fn widen_integral(e: Arc<dyn PhysicalExpr>, schema: &Schema, to: DataType) -> Result<Arc<dyn PhysicalExpr>> {
-    let t = e.data_type(schema)?;
-    Ok(if t.is_integer() && t != to { Arc::new(CastExpr::new(e, to, None)) } else { e })
+/// ANSI (true) or LEGACY (false); TRY (`try_sum`, `try_avg`) is not supported natively.
+fn spark_eval_mode(f: &pb::AggregateFunction) -> Result<bool> {
+    match pb::EvalMode::try_from(f.eval_mode).map_err(|_| plan_error("unknown eval mode"))? {
+        pb::EvalMode::Legacy => Ok(false),
+        pb::EvalMode::Ansi => Ok(true),
+        pb::EvalMode::Try => Err(plan_error("TRY aggregates are not supported natively")),
+    }
+}
+
+fn cast_to(e: Arc<dyn PhysicalExpr>, from: &DataType, to: DataType) -> Arc<dyn PhysicalExpr> {
+    if *from == to {
+        e
+    } else {
+        Arc::new(CastExpr::new(e, to, None))
+    }
 }

@@ -93,6 +93,58 @@ object EmberConf {
       "each, so below ~16 rows of total width the refold it replaces is not slower."
   )
 
+  val EXEC_AGGREGATE: Entry[Boolean] = bool(
+    "spark.ember.exec.aggregate.enabled",
+    default = true,
+    "Run `HashAggregateExec` and `ObjectHashAggregateExec` natively (as `EmberHashAggregateExec`) when every " +
+      "function is count, sum/avg of non-decimals, min/max (not of FLOAT/DOUBLE) or first/last; " +
+      "intermediate buffers are Spark's, so native and Spark partial/final aggregates mix."
+  )
+
+  val AGG_ADAPTIVE_ENABLED: Entry[Boolean] = bool(
+    "spark.ember.aggregate.adaptivePartial.enabled",
+    default = true,
+    "Let a native grouped partial aggregate stop combining and pass rows straight to the shuffle (as one-row " +
+      "partial states) when HyperLogLog++ sketches of its keys estimate that combining will not shrink the " +
+      "data; it resumes when keys start repeating. Off: always combine, as Spark does."
+  )
+
+  val AGG_ADAPTIVE_MIN_ROWS: Entry[Long] = long(
+    "spark.ember.aggregate.adaptivePartial.minRows",
+    default = 100000,
+    "Input rows a native partial aggregate combines before it first estimates whether combining pays."
+  )
+
+  val AGG_ADAPTIVE_MIN_REDUCTION: Entry[Double] = register(
+    Entry[Double](
+      "spark.ember.aggregate.adaptivePartial.minReduction",
+      0.2,
+      "A native partial aggregate passes rows through when combining is estimated to remove less than this " +
+        "share (0..1) of its input rows; higher values pass through sooner.",
+      _.trim.toDouble
+    )
+  )
+
+  val AGG_ADAPTIVE_PRECISION: Entry[Long] = long(
+    "spark.ember.aggregate.adaptivePartial.precision",
+    default = 14,
+    "HyperLogLog++ precision (4..18) of the partial aggregate's key sketches: 2^p registers, ~1.04/sqrt(2^p) " +
+      "relative error (0.8% at 14, 12 KiB per sketch)."
+  )
+
+  val AGG_ADAPTIVE_FORCE_PASS_THROUGH: Entry[Boolean] = bool(
+    "spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled",
+    default = false,
+    "Test knob: native partial aggregates pass every row through from the first one (no combining)."
+  )
+
+  val AGG_NATIVE_SIDES: Entry[String] = string(
+    "spark.ember.aggregate.nativeSides",
+    default = "both",
+    "Test knob: `partial` runs only partial aggregates natively (Spark merges), `final` only the merging " +
+      "ones (PartialMerge/Final), `both` all of them."
+  )
+
   val EXPLAIN_FALLBACK: Entry[Boolean] = bool(
     "spark.ember.explainFallback.enabled",
     default = false,

@@ -5,6 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.ember.execution._
@@ -96,6 +97,27 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       attempt(w, WindowSerde)(op =>
         EmberWindowExec(w.windowExpression, w.partitionSpec, w.orderSpec, native(w.child), op)
       )
+    case a: aggregate.BaseAggregateExec =>
+      attempt(a, AggregateSerde) { op =>
+        val node = EmberHashAggregateExec(
+          a.requiredChildDistributionExpressions,
+          a.isStreaming,
+          a.numShufflePartitions,
+          a.groupingExpressions,
+          a.aggregateExpressions,
+          a.aggregateAttributes,
+          a.initialInputBufferOffset,
+          a.resultExpressions,
+          native(AggregateSerde.unsortedChild(a)),
+          op
+        )
+        // A sort aggregate's parent may rely on its output being sorted by the keys: sort the (few) groups.
+        if (a.outputOrdering.isEmpty) node
+        else {
+          val sort = SortExec(a.outputOrdering, global = false, node)
+          attempt(sort, SortSerde)(so => EmberSortExec(sort.sortOrder, global = false, node, so))
+        }
+      }
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")
@@ -110,5 +132,11 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
 object EmberTransitionCleanup extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan = plan.transformUp {
     case in @ EmberInputExec(r: RowToColumnarExec) => in.copy(child = r.child)
+    // Spark 4.1's UnionExec keeps the partitioning it reports (partition i of every child → partition i) only
+    // on its row path (SQLPartitioningAwareUnionRDD); its columnar path concatenates partitions, so a parent
+    // that relied on the reported partitioning (an aggregate or join without a shuffle) would be wrong. Run
+    // such a union on rows.
+    case ColumnarToRowExec(u: UnionExec) if !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
+      u.withNewChildren(u.children.map(ColumnarToRowExec(_)))
   }
 }

@@ -17,6 +17,7 @@ import org.apache.spark.sql.execution.{
 }
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
 
@@ -115,7 +116,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
-    classOf[EmberWindowExec] -> classOf[WindowExec]
+    classOf[EmberWindowExec] -> classOf[WindowExec],
+    classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec]
   )
 
   /**
