@@ -41,12 +41,26 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       plan.foreach(p => tag(p, "off-heap memory is not enabled (spark.memory.offHeap.enabled=false)"))
       return plan
     }
+    markOrderedJoins(plan)
     val converted = plan.transformUp { case p => convert(p) }
     if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
       val lines = EmberExplainInfo.fallbackLines(converted)
       if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")
     }
     converted
+  }
+
+  /** A sort-merge join whose parent needs its sort order stays one (see [[SortMergeJoinSerde]]). */
+  private val OrderNeeded = TreeNodeTag[Unit]("ember.smjOrderNeeded")
+
+  private def markOrderedJoins(plan: SparkPlan): Unit = plan.foreach { p =>
+    p.children.zip(p.requiredChildOrdering).foreach {
+      case (j: joins.SortMergeJoinExec, required) if required.nonEmpty =>
+        j.setTagValue(OrderNeeded, ())
+        if (EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf))
+          tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
+      case _ =>
+    }
   }
 
   private def tag(p: SparkPlan, reason: String): Unit = {
@@ -91,6 +105,34 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
     case g: GlobalLimitExec =>
       attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
+    case j: joins.ShuffledHashJoinExec =>
+      attempt(j, JoinSerde)(op =>
+        EmberShuffledHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          j.buildSide,
+          j.condition,
+          native(j.left),
+          native(j.right),
+          j.isSkewJoin,
+          op
+        )
+      )
+    case j: joins.SortMergeJoinExec if j.getTagValue(OrderNeeded).isEmpty =>
+      attempt(j, SortMergeJoinSerde)(op =>
+        EmberShuffledHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          SortMergeJoinSerde.buildSide(j),
+          j.condition,
+          native(SortMergeJoinSerde.unsorted(j.left)),
+          native(SortMergeJoinSerde.unsorted(j.right)),
+          j.isSkewJoin,
+          op
+        )
+      )
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

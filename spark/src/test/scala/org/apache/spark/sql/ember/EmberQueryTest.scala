@@ -8,6 +8,7 @@ import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.{
+  joins,
   FilterExec,
   GlobalLimitExec,
   LocalLimitExec,
@@ -113,7 +114,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberProjectExec] -> classOf[ProjectExec],
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
-    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec]
+    classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
+    classOf[EmberShuffledHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
   )
 
   /**
