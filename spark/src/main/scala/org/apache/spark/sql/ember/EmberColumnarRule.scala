@@ -73,6 +73,24 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case other => EmberInputExec(other)
   }
 
+  /** How many Spark inputs the native block topped by `p` would read. */
+  private def blockInputs(p: SparkPlan): Int = p match {
+    case _: EmberInputExec => 1
+    case e: EmberExec => e.children.map(blockInputs).sum
+    case _ => 1
+  }
+
+  /**
+   * A join's children, native. A native plan reads at most two inputs (`EmberBlock`), so when a child block
+   * already reads two (e.g. a join over a join on the same keys, with no exchange between) that child becomes a
+   * native plan of its own, read as the input of this one.
+   */
+  private def joinChildren(left: SparkPlan, right: SparkPlan): (SparkPlan, SparkPlan) = {
+    val (l, r) = (native(left), native(right))
+    def own(c: SparkPlan) = if (blockInputs(c) > 1) EmberInputExec(c) else c
+    if (blockInputs(l) + blockInputs(r) <= 2) (l, r) else (own(l), own(r))
+  }
+
   private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(
       build: proto.Operator => SparkPlan
   ): SparkPlan = {
@@ -113,8 +131,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           j.joinType,
           j.buildSide,
           j.condition,
-          native(j.left),
-          native(j.right),
+          joinChildren(j.left, j.right)._1,
+          joinChildren(j.left, j.right)._2,
           j.isSkewJoin,
           op
         )
@@ -127,8 +145,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           j.joinType,
           SortMergeJoinSerde.buildSide(j),
           j.condition,
-          native(SortMergeJoinSerde.unsorted(j.left)),
-          native(SortMergeJoinSerde.unsorted(j.right)),
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._1,
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._2,
           j.isSkewJoin,
           op
         )

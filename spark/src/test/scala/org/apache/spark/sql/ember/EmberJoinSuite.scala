@@ -120,6 +120,17 @@ class EmberJoinSuite extends EmberQueryTest {
     }
   }
 
+  test("a join over a join on the same key (no exchange between): three inputs, two native plans") {
+    val r2 = right.select((col("i32") % 40).as("k2"), col("s").as("s2"))
+    for (jt <- Seq("inner", "left_outer", "left_semi")) {
+      val df = checkSparkAnswerAndNative(
+        l.join(r.hint("shuffle_hash"), equi).join(r2.hint("shuffle_hash"), col("lk") === col("k2"), jt),
+        Seq(cls[EmberShuffledHashJoinExec])
+      )
+      assert(joins(df).size == 2, df.queryExecution.executedPlan)
+    }
+  }
+
   test("empty sides") {
     val empty = (d: DataFrame, c: String) => d.where(col(c) < 0)
     for (jt <- joinTypes; buildLeft <- Seq(true, false)) {
