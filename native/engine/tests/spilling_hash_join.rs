@@ -256,7 +256,11 @@ async fn check_on(
                         filter,
                         join_type,
                         null_equality,
-                        SpillingHashJoinConfig { max_build_buffer_bytes: case.cap, bucket_bits: case.bits },
+                        SpillingHashJoinConfig {
+                            max_build_buffer_bytes: case.cap,
+                            bucket_bits: case.bits,
+                            ..Default::default()
+                        },
                     )
                     .unwrap(),
                 );
@@ -414,7 +418,7 @@ async fn dropped_mid_stream_leaves_nothing() {
             None,
             join_type,
             NullEquality::NullEqualsNothing,
-            SpillingHashJoinConfig { max_build_buffer_bytes: 120 << 10, bucket_bits: 4 },
+            SpillingHashJoinConfig { max_build_buffer_bytes: 120 << 10, bucket_bits: 4, ..Default::default() },
         )
         .unwrap();
         let mut stream = join.execute(0, e.ctx.clone()).unwrap();
@@ -442,13 +446,46 @@ async fn nothing_left_to_spill_is_resources_exhausted() {
         None,
         JoinType::Inner,
         NullEquality::NullEqualsNothing,
-        SpillingHashJoinConfig { max_build_buffer_bytes: 2 << 10, bucket_bits: 4 },
+        SpillingHashJoinConfig { max_build_buffer_bytes: 2 << 10, bucket_bits: 4, ..Default::default() },
     )
     .unwrap();
     let err = collect(Arc::new(join), e.ctx.clone()).await.unwrap_err();
     assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
     assert_eq!(e.pool.reserved(), 0);
     assert_eq!(files_under(e.dir.path()), 0);
+}
+
+/// Spilling disabled (`spark.ember.hashJoin.spill.enabled=false`): a build side over the cap fails cleanly
+/// instead of spilling, writes no file and leaves nothing reserved; the same join with spilling on completes.
+#[tokio::test]
+async fn spill_disabled_fails_instead_of_spilling() {
+    for spill_enabled in [false, true] {
+        let e = env(64 << 20, SpillCompression::Uncompressed);
+        let join = SpillingHashJoinExec::try_new(
+            source(build_schema(), side(build_schema(), PLAIN, 11)),
+            source(probe_schema(), side(probe_schema(), PROBE, 12)),
+            on(),
+            None,
+            JoinType::Inner,
+            NullEquality::NullEqualsNothing,
+            SpillingHashJoinConfig { max_build_buffer_bytes: 64 << 10, bucket_bits: 4, spill_enabled },
+        )
+        .unwrap();
+        let join = Arc::new(join);
+        let result = collect(join.clone(), e.ctx.clone()).await;
+        let spills = join.metrics().unwrap().spill_count().unwrap_or(0);
+        if spill_enabled {
+            assert!(result.is_ok(), "{:?}", result.err());
+            assert!(spills > 0, "the cap must force spilling");
+        } else {
+            let err = result.unwrap_err();
+            assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
+            assert!(err.to_string().contains("spilling is disabled"), "{err}");
+            assert_eq!(spills, 0);
+        }
+        assert_eq!(e.pool.reserved(), 0);
+        assert_eq!(files_under(e.dir.path()), 0);
+    }
 }
 
 /// The proto arm: Spark's join type, build side and condition (over left ++ right), forced to spill by the
@@ -485,6 +522,7 @@ async fn from_proto_build_right_with_condition() {
                 condition: Some(cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), col(4, &DataType::Int64))),
                 max_build_buffer_bytes: 100 << 10,
                 bucket_bits: 3,
+                spill_disabled: false,
             };
             let mut right_input = input(1, &rs);
             if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
@@ -577,7 +615,7 @@ async fn micro_benchmark() {
                     None,
                     join_type,
                     NullEquality::NullEqualsNothing,
-                    SpillingHashJoinConfig { max_build_buffer_bytes: cap, bucket_bits: 4 },
+                    SpillingHashJoinConfig { max_build_buffer_bytes: cap, bucket_bits: 4, ..Default::default() },
                 )
                 .unwrap(),
             );

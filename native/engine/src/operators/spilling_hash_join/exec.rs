@@ -28,11 +28,13 @@ pub struct SpillingHashJoinConfig {
     pub max_build_buffer_bytes: usize,
     /// Buckets per split: 2^bucket_bits.
     pub bucket_bits: u32,
+    /// False: never spill; a refusal fails the join with `ResourcesExhausted`.
+    pub spill_enabled: bool,
 }
 
 impl Default for SpillingHashJoinConfig {
     fn default() -> Self {
-        Self { max_build_buffer_bytes: 0, bucket_bits: 4 }
+        Self { max_build_buffer_bytes: 0, bucket_bits: 4, spill_enabled: true }
     }
 }
 
@@ -202,6 +204,7 @@ impl SpillingHashJoinExec {
         let config = SpillingHashJoinConfig {
             max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
             bucket_bits: if hj.bucket_bits == 0 { 4 } else { hj.bucket_bits },
+            spill_enabled: !hj.spill_disabled,
         };
         let build_right = hj.build_side == pb::BuildSide::Right as i32;
         Self::try_new_with_build_side(left, right, on, filter, join_type, null_equality, build_right, config)

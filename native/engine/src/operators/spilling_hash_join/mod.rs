@@ -23,8 +23,9 @@
 //! resident build batches at [`batch_cost`], staging buffers of spill files, the matched-row bitmap. The batch in
 //! hand and `HashJoinExec`'s output batches are not. `HashJoinExec` itself runs under an unbounded private pool,
 //! because its memory is already reserved here. When nothing is left to spill and a chunk of a single batch cannot
-//! be reserved, the join fails with `ResourcesExhausted`. Spill files are reference-counted temp files: they are
-//! deleted when the stream finishes, fails or is dropped.
+//! be reserved, the join fails with `ResourcesExhausted`; with spilling disabled
+//! (`SpillingHashJoinConfig::spill_enabled`, proto `spill_disabled`) so does the first refusal. Spill files are
+//! reference-counted temp files: they are deleted when the stream finishes, fails or is dropped.
 mod buckets;
 mod chunks;
 mod exec;

@@ -70,6 +70,7 @@ pub(crate) struct JoinContext {
     pub(super) null_equality: NullEquality,
     pub(super) batch_size: usize,
     pub(super) cap: usize,
+    pub(super) spill_enabled: bool,
     pub(super) inner_ctx: Arc<TaskContext>,
     pub(super) build_spill: SpillManager,
     pub(super) probe_spill: SpillManager,
@@ -119,6 +120,7 @@ impl JoinContext {
             null_equality,
             batch_size: session.batch_size().max(1),
             cap: config.max_build_buffer_bytes,
+            spill_enabled: config.spill_enabled,
             inner_ctx,
             build_spill,
             probe_spill,
@@ -371,12 +373,21 @@ impl JoinStream {
             }
             jc.metrics.build_rows.add(b.num_rows());
             let cost = batch_cost(&b);
-            if self.budget.try_grow(cost).is_ok() {
-                reserved += cost;
-                held.push(b);
-            } else {
-                overflow = Some(b);
-                break;
+            match self.budget.try_grow(cost) {
+                Ok(()) => {
+                    reserved += cost;
+                    held.push(b);
+                }
+                Err(e) if !jc.spill_enabled => {
+                    return Err(DataFusionError::ResourcesExhausted(format!(
+                        "hash join build side does not fit and spilling is disabled \
+                         (spark.ember.hashJoin.spill.enabled=false): {e}"
+                    )));
+                }
+                Err(_) => {
+                    overflow = Some(b);
+                    break;
+                }
             }
         }
         let Some(overflow) = overflow else {

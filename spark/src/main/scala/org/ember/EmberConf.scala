@@ -172,6 +172,43 @@ object EmberConf {
       "(10 MiB). Lower it only for very small off-heap budgets."
   )
 
+  // --- Shuffled hash join (issue 3) ---
+
+  val EXEC_SHUFFLED_HASH_JOIN: Entry[Boolean] = bool(
+    "spark.ember.exec.shuffledHashJoin.enabled",
+    default = true,
+    "Run `ShuffledHashJoinExec` natively (as `EmberShuffledHashJoinExec`): a hash join whose build side spills " +
+      "to disk in hash buckets when Spark's off-heap pool refuses memory, instead of failing the task."
+  )
+
+  val EXEC_REPLACE_SMJ: Entry[Boolean] = bool(
+    "spark.ember.exec.replaceSortMergeJoin.enabled",
+    default = false,
+    "Run a `SortMergeJoinExec` as Ember's spilling hash join (its two sorts are dropped), building on the side " +
+      "that statistics say is smaller where the join type allows it. Not where an operator above needs the " +
+      "join's sort order. Off by default until the release benchmark (dev/bench/join.py) decides."
+  )
+
+  val HASH_JOIN_SPILL: Entry[Boolean] = bool(
+    "spark.ember.hashJoin.spill.enabled",
+    default = true,
+    "Let the native hash join spill its build side when memory is refused. When false, a build side that does " +
+      "not fit fails the task with a memory error, as Spark's own hash join would."
+  )
+
+  val HASH_JOIN_MAX_BUILD_BUFFER: Entry[Long] = long(
+    "spark.ember.hashJoin.spill.maxBuildBufferBytes",
+    default = 0,
+    "Test knob: caps the memory one native hash join holds for its build side, so that it spills early " +
+      "(0 = only Spark's off-heap pool limits it)."
+  )
+
+  val HASH_JOIN_BUCKET_BITS: Entry[Long] = long(
+    "spark.ember.hashJoin.bucketBits",
+    default = 4,
+    "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
+  )
+
   val NATIVE_LOG_LEVEL: Entry[String] = string(
     "spark.ember.native.logLevel",
     default = "warn",

@@ -43,12 +43,26 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       plan.foreach(p => tag(p, "off-heap memory is not enabled (spark.memory.offHeap.enabled=false)"))
       return plan
     }
+    markOrderedJoins(plan)
     val converted = plan.transformUp { case p => convert(p) }
     if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
       val lines = EmberExplainInfo.fallbackLines(converted)
       if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")
     }
     converted
+  }
+
+  /** A sort-merge join whose parent needs its sort order stays one (see [[SortMergeJoinSerde]]). */
+  private val OrderNeeded = TreeNodeTag[Unit]("ember.smjOrderNeeded")
+
+  private def markOrderedJoins(plan: SparkPlan): Unit = plan.foreach { p =>
+    p.children.zip(p.requiredChildOrdering).foreach {
+      case (j: joins.SortMergeJoinExec, required) if required.nonEmpty =>
+        j.setTagValue(OrderNeeded, ())
+        if (EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf))
+          tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
+      case _ =>
+    }
   }
 
   private def tag(p: SparkPlan, reason: String): Unit = {
@@ -59,6 +73,24 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
   private def native(child: SparkPlan): SparkPlan = child match {
     case e: EmberExec => e
     case other => EmberInputExec(other)
+  }
+
+  /** How many Spark inputs the native block topped by `p` would read. */
+  private def blockInputs(p: SparkPlan): Int = p match {
+    case _: EmberInputExec => 1
+    case e: EmberExec => e.children.map(blockInputs).sum
+    case _ => 1
+  }
+
+  /**
+   * A join's children, native. A native plan reads at most two inputs (`EmberBlock`), so when a child block
+   * already reads two (e.g. a join over a join on the same keys, with no exchange between) that child becomes a
+   * native plan of its own, read as the input of this one.
+   */
+  private def joinChildren(left: SparkPlan, right: SparkPlan): (SparkPlan, SparkPlan) = {
+    val (l, r) = (native(left), native(right))
+    def own(c: SparkPlan) = if (blockInputs(c) > 1) EmberInputExec(c) else c
+    if (blockInputs(l) + blockInputs(r) <= 2) (l, r) else (own(l), own(r))
   }
 
   private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(
@@ -118,6 +150,34 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           attempt(sort, SortSerde)(so => EmberSortExec(sort.sortOrder, global = false, node, so))
         }
       }
+    case j: joins.ShuffledHashJoinExec =>
+      attempt(j, JoinSerde)(op =>
+        EmberShuffledHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          j.buildSide,
+          j.condition,
+          joinChildren(j.left, j.right)._1,
+          joinChildren(j.left, j.right)._2,
+          j.isSkewJoin,
+          op
+        )
+      )
+    case j: joins.SortMergeJoinExec if j.getTagValue(OrderNeeded).isEmpty =>
+      attempt(j, SortMergeJoinSerde)(op =>
+        EmberShuffledHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          SortMergeJoinSerde.buildSide(j),
+          j.condition,
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._1,
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._2,
+          j.isSkewJoin,
+          op
+        )
+      )
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

@@ -8,6 +8,7 @@ import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.{
+  joins,
   FilterExec,
   GlobalLimitExec,
   LocalLimitExec,
@@ -117,7 +118,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
     classOf[EmberWindowExec] -> classOf[WindowExec],
-    classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec]
+    classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
+    classOf[EmberShuffledHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
   )
 
   /**

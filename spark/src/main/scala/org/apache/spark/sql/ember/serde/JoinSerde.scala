@@ -1,0 +1,147 @@
+package org.apache.spark.sql.ember.serde
+
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, BuildSide}
+import org.apache.spark.sql.catalyst.plans._
+import org.apache.spark.sql.ember.execution.{EmberInputExec, EmberSortExec}
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.QueryStageExec
+import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+import org.ember.EmberConf
+import org.ember.proto
+
+/**
+ * `ShuffledHashJoinExec` → the native spilling hash join (proto `HashJoin`).
+ *
+ * Keys: Spark has already rewritten `a <=> b` keys into non-nullable `coalesce(a, default)` / `isnull(a)` pairs
+ * (`ExtractEquiJoinKeys`), so every key pair is sent with `null_safe = false`: a null key never matches, as in
+ * Spark's `HashJoin` (which skips rows with any null key). Floating-point keys fall back: Spark normalizes them
+ * (`NormalizeNaNAndZero`), which has no native implementation yet. The condition is bound to left ++ right, as
+ * the native operator expects, whatever the build side.
+ */
+object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SHUFFLED_HASH_JOIN
+
+  override def convert(plan: ShuffledHashJoinExec): Either[String, proto.Operator] =
+    hashJoin(
+      plan.leftKeys,
+      plan.rightKeys,
+      plan.joinType,
+      plan.buildSide,
+      plan.condition,
+      plan.left,
+      plan.right
+    )
+
+  def joinType(jt: JoinType): Either[String, proto.JoinType] = jt match {
+    case Inner => Right(proto.JoinType.JOIN_TYPE_INNER)
+    case LeftOuter => Right(proto.JoinType.JOIN_TYPE_LEFT_OUTER)
+    case RightOuter => Right(proto.JoinType.JOIN_TYPE_RIGHT_OUTER)
+    case FullOuter => Right(proto.JoinType.JOIN_TYPE_FULL_OUTER)
+    case LeftSemi => Right(proto.JoinType.JOIN_TYPE_LEFT_SEMI)
+    case LeftAnti => Right(proto.JoinType.JOIN_TYPE_LEFT_ANTI)
+    case _: ExistenceJoin => Right(proto.JoinType.JOIN_TYPE_LEFT_MARK)
+    case other => Left(s"join type ${other.sql} has no native implementation")
+  }
+
+  /** Key types whose equality the native hash join decides exactly as Spark's `HashJoin` does. */
+  private def keyType(dt: DataType): Boolean = dt match {
+    case FloatType | DoubleType => false // Spark's keys are NormalizeNaNAndZero(...): not native yet
+    case other => ExprSerde.orderable(other)
+  }
+
+  def hashJoin(
+      leftKeys: Seq[Expression],
+      rightKeys: Seq[Expression],
+      jt: JoinType,
+      buildSide: BuildSide,
+      condition: Option[Expression],
+      left: SparkPlan,
+      right: SparkPlan
+  ): Either[String, proto.Operator] = {
+    val conf = SQLConf.get
+    val badKey = leftKeys.zip(rightKeys).collectFirst {
+      case (l, r) if l.dataType != r.dataType =>
+        s"join keys of different types (${l.dataType.simpleString}, ${r.dataType.simpleString})"
+      case (l, _) if !keyType(l.dataType) => s"join key of type ${l.dataType.simpleString}"
+    }
+    for {
+      _ <- if (leftKeys.isEmpty) Left("a hash join without equi-join keys") else Right(())
+      _ <- badKey.toLeft(())
+      t <- joinType(jt)
+      _ <- checkSchema(left.output)
+      _ <- checkSchema(right.output)
+      lk <- ExprSerde.convertAll(leftKeys, left.output)
+      rk <- ExprSerde.convertAll(rightKeys, right.output)
+      cond <- condition match {
+        case Some(c) => ExprSerde.convert(c, left.output ++ right.output).map(Some(_))
+        case None => Right(None)
+      }
+    } yield {
+      val bits = EmberConf.HASH_JOIN_BUCKET_BITS.get(conf)
+      val b = proto.HashJoin
+        .newBuilder()
+        .setJoinType(t)
+        .setBuildSide(
+          if (buildSide == BuildLeft) proto.BuildSide.BUILD_SIDE_LEFT else proto.BuildSide.BUILD_SIDE_RIGHT
+        )
+        .setMaxBuildBufferBytes(EmberConf.HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
+        .setBucketBits(bits.max(1L).min(16L).toInt)
+        .setSpillDisabled(!EmberConf.HASH_JOIN_SPILL.get(conf))
+      lk.foreach(b.addLeftKeys)
+      rk.foreach(b.addRightKeys)
+      leftKeys.foreach(_ => b.addNullSafe(false))
+      cond.foreach(b.setCondition)
+      op(_.setHashJoin(b))
+    }
+  }
+}
+
+/**
+ * With `spark.ember.exec.replaceSortMergeJoin.enabled`: a `SortMergeJoinExec` runs as the native hash join. The
+ * sorts that `EnsureRequirements` put under it are dropped; the build side is the one statistics say is smaller
+ * (any join type can build on either side natively). The rule leaves a join whose sort order an operator above
+ * needs to Spark.
+ */
+object SortMergeJoinSerde extends OperatorSerde[SortMergeJoinExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_REPLACE_SMJ
+
+  /** The child without the sort the merge join needed. */
+  def unsorted(child: SparkPlan): SparkPlan = child match {
+    case s: SortExec if !s.global => s.child
+    case s: EmberSortExec if !s.global => s.child
+    case other => other
+  }
+
+  private def sizeInBytes(p: SparkPlan): Option[BigInt] = p match {
+    case q: QueryStageExec => q.computeStats().map(_.sizeInBytes)
+    case EmberInputExec(c) => sizeInBytes(c)
+    case other =>
+      other.logicalLink
+        .map(_.stats.sizeInBytes)
+        .orElse(other.children match {
+          case Seq(c) => sizeInBytes(c)
+          case _ => None
+        })
+  }
+
+  /** Build on the left only when statistics say it is strictly smaller. */
+  def buildSide(plan: SortMergeJoinExec): BuildSide =
+    (sizeInBytes(unsorted(plan.left)), sizeInBytes(unsorted(plan.right))) match {
+      case (Some(l), Some(r)) if l < r => BuildLeft
+      case _ => BuildRight
+    }
+
+  override def convert(plan: SortMergeJoinExec): Either[String, proto.Operator] =
+    JoinSerde.hashJoin(
+      plan.leftKeys,
+      plan.rightKeys,
+      plan.joinType,
+      buildSide(plan),
+      plan.condition,
+      unsorted(plan.left),
+      unsorted(plan.right)
+    )
+}

@@ -1,0 +1,295 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.SparkConf
+import org.apache.spark.sql.Column
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
+import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
+import org.apache.spark.sql.functions._
+import org.ember.EmberConf
+
+/**
+ * `ShuffledHashJoinExec` as the native spilling hash join: every join type Spark plans with it, both build
+ * sides, residual conditions, several keys, keys of every native type, null keys, `<=>`, empty sides, ANSI on
+ * and off — in memory and forced to spill — plus the sort-merge join replacement.
+ */
+class EmberJoinSuite extends EmberQueryTest {
+
+  // Shuffled hash joins wherever Spark can plan one (no broadcast; `forceApplyShuffledHashJoin` is honoured in
+  // tests); hints choose the build side.
+  override protected def sparkConf: SparkConf = super.sparkConf
+    .set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    .set("spark.sql.join.preferSortMergeJoin", "false")
+    .set("spark.sql.join.forceApplyShuffledHashJoin", "true")
+
+  private lazy val left: DataFrame = DataGen.table(spark, 1500, seed = 1).cache()
+  private lazy val right: DataFrame = DataGen.table(spark, 1200, seed = 2).cache()
+
+  /** Two sides over a small key domain (many matches, duplicate keys, null keys). */
+  private def side(df: DataFrame, p: String): DataFrame = df.select(
+    col("id").as(s"${p}id"),
+    (col("i32") % 40).as(s"${p}k"),
+    col("s").as(s"${p}s"),
+    col("i64").as(s"${p}v"),
+    col("dec").as(s"${p}d")
+  )
+  private lazy val l = side(left, "l")
+  private lazy val r = side(right, "r")
+
+  private val joinTypes =
+    Seq("inner", "left_outer", "right_outer", "full_outer", "left_semi", "left_anti")
+
+  private def joins(df: DataFrame): Seq[EmberShuffledHashJoinExec] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberShuffledHashJoinExec => j }
+
+  private def join(jt: String, buildLeft: Boolean, cond: Column): DataFrame =
+    if (buildLeft) l.hint("shuffle_hash").join(r, cond, jt) else l.join(r.hint("shuffle_hash"), cond, jt)
+
+  private val equi: Column = col("lk") === col("rk")
+  private val residual: Column = col("lk") === col("rk") && col("lv") < col("rv")
+
+  test("every join type, both build sides, with and without a residual condition, ANSI on and off") {
+    bothAnsiModes { _ =>
+      val used = scala.collection.mutable.Set.empty[(String, String)]
+      for (jt <- joinTypes; buildLeft <- Seq(true, false); cond <- Seq(equi, residual)) {
+        val df = checkSparkAnswerAndNative(join(jt, buildLeft, cond), Seq(cls[EmberShuffledHashJoinExec]))
+        joins(df).foreach(j => used += (jt -> j.buildSide.toString))
+      }
+      for (jt <- Seq("inner", "left_outer", "right_outer", "full_outer"))
+        assert(used.contains(jt -> BuildLeft.toString) && used.contains(jt -> BuildRight.toString), used)
+      for (jt <- joinTypes) assert(used.exists(_._1 == jt), s"$jt never ran natively: $used")
+    }
+  }
+
+  test("keys of every type the native join supports, several keys; null keys never match") {
+    val keyTypes = Seq("b", "i8", "i16", "i32", "i64", "dec", "dec38", "s", "bin", "dt", "ts", "ntz")
+    for (k <- keyTypes) {
+      // Booleans have three values: a few rows keep the output small.
+      val n = if (k == "b") 40 else Int.MaxValue
+      val a = left.where(col("id") < n).select(col("id").as("a_id"), col(k).as("a_k"), col("s").as("a_s"))
+      val b = right.where(col("id") < n).select(col("id").as("b_id"), col(k).as("b_k"), col("i32").as("b_i"))
+      for (jt <- Seq("inner", "full_outer", "left_anti"))
+        checkSparkAnswerAndNative(
+          a.join(b.hint("shuffle_hash"), col("a_k") === col("b_k"), jt),
+          Seq(cls[EmberShuffledHashJoinExec])
+        )
+    }
+    // Three keys at once, one of them an expression.
+    val a = left.select(left.columns.map(c => col(c).as(s"a_$c")).toIndexedSeq: _*)
+    val b = right.select(right.columns.map(c => col(c).as(s"b_$c")).toIndexedSeq: _*)
+    checkSparkAnswerAndNative(
+      a.join(
+        b.hint("shuffle_hash"),
+        col("a_s") === col("b_s") && col("a_b") === col("b_b") && (col("a_i16") % 7) === (col("b_i16") % 7),
+        "left_outer"
+      ),
+      Seq(cls[EmberShuffledHashJoinExec])
+    )
+  }
+
+  test("<=> keys: nulls match nulls exactly as in Spark") {
+    for (jt <- joinTypes; buildLeft <- Seq(true, false)) {
+      checkSparkAnswerAndNative(
+        join(jt, buildLeft, col("lk") <=> col("rk")),
+        Seq(cls[EmberShuffledHashJoinExec])
+      )
+    }
+    // Mixed: one null-safe and one ordinary key.
+    checkSparkAnswerAndNative(
+      join("full_outer", buildLeft = false, col("lk") <=> col("rk") && col("ls") === col("rs")),
+      Seq(cls[EmberShuffledHashJoinExec])
+    )
+  }
+
+  test("existence join (EXISTS in a disjunction) as a mark join") {
+    l.createOrReplaceTempView("lt")
+    r.createOrReplaceTempView("rt")
+    for (
+      q <- Seq(
+        "SELECT * FROM lt WHERE EXISTS (SELECT 1 FROM rt WHERE rt.rk = lt.lk) OR lt.lv > 0",
+        "SELECT * FROM lt WHERE EXISTS (SELECT 1 FROM rt WHERE rt.rk = lt.lk AND rt.rv > lt.lv) OR lt.lid < 10",
+        "SELECT * FROM lt WHERE lt.lk IN (SELECT rk FROM rt WHERE rt.rs > 's2') OR lt.ls IS NULL"
+      )
+    ) {
+      val df = checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberShuffledHashJoinExec]))
+      assert(
+        joins(df).exists(_.joinType.toString.startsWith("ExistenceJoin")),
+        df.queryExecution.executedPlan
+      )
+    }
+  }
+
+  test("a join over a join on the same key (no exchange between): three inputs, two native plans") {
+    val r2 = right.select((col("i32") % 40).as("k2"), col("s").as("s2"))
+    for (jt <- Seq("inner", "left_outer", "left_semi")) {
+      val df = checkSparkAnswerAndNative(
+        l.join(r.hint("shuffle_hash"), equi).join(r2.hint("shuffle_hash"), col("lk") === col("k2"), jt),
+        Seq(cls[EmberShuffledHashJoinExec])
+      )
+      assert(joins(df).size == 2, df.queryExecution.executedPlan)
+    }
+  }
+
+  test("empty sides") {
+    val empty = (d: DataFrame, c: String) => d.where(col(c) < 0)
+    for (jt <- joinTypes; buildLeft <- Seq(true, false)) {
+      for ((a, b) <- Seq((empty(l, "lid"), r), (l, empty(r, "rid")), (empty(l, "lid"), empty(r, "rid")))) {
+        checkSparkAnswerAndNative(
+          if (buildLeft) a.hint("shuffle_hash").join(b, equi, jt)
+          else a.join(b.hint("shuffle_hash"), equi, jt),
+          Seq(cls[EmberShuffledHashJoinExec])
+        )
+      }
+    }
+  }
+
+  test("floating-point keys stay in Spark, with the reason") {
+    val a = left.select(col("f64").as("x"), col("id").as("ai"))
+    val b = right.select(col("f64").as("y"), col("id").as("bi"))
+    val df = checkSparkAnswerAndNative(a.join(b.hint("shuffle_hash"), col("x") === col("y")), Nil)
+    val plan = df.queryExecution.executedPlan
+    assert(joins(df).isEmpty, plan)
+    val shj = collectWithSubqueries(plan) { case j: ShuffledHashJoinExec => j }
+    assert(shj.nonEmpty, plan)
+    assert(EmberExecRule.fallbackReasons(shj.head).exists(_.contains("join key of type double")), plan)
+  }
+
+  private val spillConf = Seq(
+    EmberConf.HASH_JOIN_MAX_BUILD_BUFFER.key -> (16L << 10).toString,
+    EmberConf.BATCH_SIZE.key -> "64",
+    EmberConf.HASH_JOIN_BUCKET_BITS.key -> "2"
+  )
+
+  private def metric(df: DataFrame, name: String): Long = joins(df).map(_.metrics(name).value).sum
+
+  /** `rows` rows over `domain` keys (plus null keys); `hot` of them (the first ids) share the key 7. */
+  private def keyed(seed: Long, p: String, rows: Int, domain: Int, hot: Int): DataFrame =
+    DataGen
+      .table(spark, rows, seed = seed)
+      .select(
+        col("id").as(s"${p}id"),
+        when(col("id") < hot, lit(7)).otherwise(col("i32") % domain).as(s"${p}k"),
+        col("s").as(s"${p}s"),
+        col("i64").as(s"${p}v")
+      )
+
+  test("forced to spill: every join type, both build sides, Spark's rows; spill metrics reported") {
+    val bl = keyed(3, "l", 3000, 1000, 0).cache()
+    val br = keyed(4, "r", 3000, 1000, 0).cache()
+    withSQLConf(spillConf: _*) {
+      for (jt <- joinTypes; buildLeft <- Seq(true, false); cond <- Seq(equi, residual)) {
+        val checked = checkSparkAnswerAndNative(
+          if (buildLeft) bl.hint("shuffle_hash").join(br, cond, jt)
+          else bl.join(br.hint("shuffle_hash"), cond, jt),
+          Seq(cls[EmberShuffledHashJoinExec])
+        )
+        assert(metric(checked, "spilled_buckets") > 0, s"$jt buildLeft=$buildLeft did not spill")
+        assert(metric(checked, "spillCount") > 0, "spill files are counted")
+        assert(metric(checked, "spilledBytes") > 0, "spilled bytes are counted")
+        assert(metric(checked, "build_rows") > 0 && metric(checked, "probe_rows") > 0)
+      }
+    }
+  }
+
+  test("forced to spill: a hot key is joined in chunks, for every join type") {
+    // Build (right): 2000 of 3000 rows on one key; probe (left): 10 rows on it.
+    val probe = keyed(5, "l", 3000, 1000, 10).cache()
+    val build = keyed(6, "r", 3000, 1000, 2000).cache()
+    withSQLConf(spillConf: _*) {
+      for (jt <- joinTypes; cond <- Seq(equi, residual)) {
+        val checked =
+          checkSparkAnswerAndNative(
+            probe.join(build.hint("shuffle_hash"), cond, jt),
+            Seq(cls[EmberShuffledHashJoinExec])
+          )
+        assert(metric(checked, "chunked_buckets") > 0, s"$jt: the hot key's bucket is joined in chunks")
+      }
+    }
+  }
+
+  test("forced to spill: <=> keys and existence joins") {
+    withSQLConf(spillConf: _*) {
+      for (jt <- joinTypes) {
+        val df = checkSparkAnswerAndNative(
+          join(jt, buildLeft = false, col("lk") <=> col("rk")),
+          Seq(cls[EmberShuffledHashJoinExec])
+        )
+        assert(metric(df, "spilled_buckets") > 0, jt)
+      }
+      l.createOrReplaceTempView("lt")
+      r.createOrReplaceTempView("rt")
+      val df = checkSparkAnswerAndNative(
+        spark.sql("SELECT * FROM lt WHERE EXISTS (SELECT 1 FROM rt WHERE rt.rk = lt.lk) OR lt.lv > 0"),
+        Seq(cls[EmberShuffledHashJoinExec])
+      )
+      assert(metric(df, "spilled_buckets") > 0)
+    }
+  }
+
+  test("spilling disabled: the join runs in memory and does not spill") {
+    withSQLConf(EmberConf.HASH_JOIN_SPILL.key -> "false") {
+      val df = checkSparkAnswerAndNative(
+        join("full_outer", buildLeft = true, residual),
+        Seq(cls[EmberShuffledHashJoinExec])
+      )
+      assert(metric(df, "spilled_buckets") == 0 && metric(df, "spillCount") == 0)
+    }
+    // With the cap below the build side and spilling off, the task fails cleanly instead of spilling.
+    withSQLConf((spillConf :+ (EmberConf.HASH_JOIN_SPILL.key -> "false")): _*) {
+      // The sides that spill in the test above.
+      val df = keyed(3, "l", 3000, 1000, 0).hint("shuffle_hash").join(keyed(4, "r", 3000, 1000, 0), equi)
+      val e = intercept[Exception](df.collect())
+      val messages = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.toString).toSeq
+      assert(messages.exists(_.contains("spilling is disabled")), messages.mkString("\n"))
+      assertNoNativeMemoryHeld()
+    }
+  }
+
+  test("replaceSortMergeJoin: a sort-merge join runs as the native hash join, building on the smaller side") {
+    withSQLConf(
+      "spark.sql.join.preferSortMergeJoin" -> "true",
+      "spark.sql.join.forceApplyShuffledHashJoin" -> "false",
+      EmberConf.EXEC_REPLACE_SMJ.key -> "true"
+    ) {
+      val small = r.where(col("rid") < 300)
+      for (jt <- joinTypes) {
+        val sparkPlan = withEmber(enabled = false)(l.join(small, equi, jt).queryExecution.executedPlan)
+        assert(collectWithSubqueries(sparkPlan) { case s: SortMergeJoinExec => s }.nonEmpty, sparkPlan)
+        val checked = checkSparkAnswerAndNative(l.join(small, equi, jt), Nil)
+        val native = joins(checked)
+        assert(native.nonEmpty, checked.queryExecution.executedPlan)
+        assert(native.head.buildSide == BuildRight, "the right side is the smaller")
+      }
+      // The smaller side on the left: built on the left.
+      val df = checkSparkAnswerAndNative(small.join(l, equi, "full_outer"), Nil)
+      assert(joins(df).map(_.buildSide) == Seq(BuildLeft), df.queryExecution.executedPlan)
+      // A parent that needs the merge join's order keeps it a merge join: a second join on the same key reads
+      // the first one's output sorted, without a sort of its own.
+      val chained = checkSparkAnswerAndNative(
+        l.join(small, equi).join(r.select(col("rk").as("k2"), col("rv").as("v2")), col("lk") === col("k2")),
+        Nil
+      )
+      val plan = chained.queryExecution.executedPlan
+      val smjs = collectWithSubqueries(plan) { case s: SortMergeJoinExec => s }
+      assert(joins(chained).size == 1 && smjs.size == 1, plan)
+      assert(
+        EmberExecRule
+          .fallbackReasons(smjs.head)
+          .exists(_.contains("needs the sort-merge join's output order"))
+      )
+    }
+    // Off by default.
+    withSQLConf(
+      "spark.sql.join.preferSortMergeJoin" -> "true",
+      "spark.sql.join.forceApplyShuffledHashJoin" -> "false"
+    ) {
+      val df = l.join(r, equi)
+      df.collect()
+      assert(joins(df).isEmpty, df.queryExecution.executedPlan)
+      assert(collectWithSubqueries(df.queryExecution.executedPlan) { case s: SortMergeJoinExec =>
+        s
+      }.nonEmpty)
+    }
+  }
+}
