@@ -42,20 +42,20 @@ object ColumnarToArrow {
         }
       case v: BitVector =>
         v.allocateNew()
-        val values = src.getBooleans(0, n)
+        val values = booleans(src, n)
         var i = 0
         while (i < n) {
           if (values(i)) BitVectorHelper.setBit(v.getDataBuffer, i)
           i += 1
         }
-      case v: TinyIntVector => bulk(v, n, src.getBytes(0, n), Platform.BYTE_ARRAY_OFFSET, 1)
-      case v: SmallIntVector => bulk(v, n, src.getShorts(0, n), Platform.SHORT_ARRAY_OFFSET, 2)
-      case v: IntVector => bulk(v, n, src.getInts(0, n), Platform.INT_ARRAY_OFFSET, 4)
-      case v: DateDayVector => bulk(v, n, src.getInts(0, n), Platform.INT_ARRAY_OFFSET, 4)
-      case v: BigIntVector => bulk(v, n, src.getLongs(0, n), Platform.LONG_ARRAY_OFFSET, 8)
-      case v: TimeStampVector => bulk(v, n, src.getLongs(0, n), Platform.LONG_ARRAY_OFFSET, 8) // micros
-      case v: Float4Vector => bulk(v, n, src.getFloats(0, n), Platform.FLOAT_ARRAY_OFFSET, 4)
-      case v: Float8Vector => bulk(v, n, src.getDoubles(0, n), Platform.DOUBLE_ARRAY_OFFSET, 8)
+      case v: TinyIntVector => bulk(v, n, bytes(src, n), Platform.BYTE_ARRAY_OFFSET, 1)
+      case v: SmallIntVector => bulk(v, n, shorts(src, n), Platform.SHORT_ARRAY_OFFSET, 2)
+      case v: IntVector => bulk(v, n, ints(src, n), Platform.INT_ARRAY_OFFSET, 4)
+      case v: DateDayVector => bulk(v, n, ints(src, n), Platform.INT_ARRAY_OFFSET, 4)
+      case v: BigIntVector => bulk(v, n, longs(src, n), Platform.LONG_ARRAY_OFFSET, 8)
+      case v: TimeStampVector => bulk(v, n, longs(src, n), Platform.LONG_ARRAY_OFFSET, 8) // micros
+      case v: Float4Vector => bulk(v, n, floats(src, n), Platform.FLOAT_ARRAY_OFFSET, 4)
+      case v: Float8Vector => bulk(v, n, doubles(src, n), Platform.DOUBLE_ARRAY_OFFSET, 8)
       case _: NullVector =>
       case other =>
         throw new IllegalStateException(s"no column-wise copy into ${other.getClass.getSimpleName}")
@@ -66,6 +66,34 @@ object ColumnarToArrow {
     }
     dst.setValueCount(n)
   }
+
+  // Values in bulk. Spark's own column vectors return any value under a null; other implementations (e.g.
+  // ArrowColumnVector, the output of another native plan) may refuse to read a null slot, so those are read
+  // value by value around their nulls.
+  private def bulkReadable(src: ColumnVector): Boolean =
+    src.isInstanceOf[WritableColumnVector] || !src.hasNull
+
+  private def booleans(src: ColumnVector, n: Int): Array[Boolean] =
+    if (bulkReadable(src)) src.getBooleans(0, n)
+    else Array.tabulate(n)(i => !src.isNullAt(i) && src.getBoolean(i))
+  private def bytes(src: ColumnVector, n: Int): Array[Byte] =
+    if (bulkReadable(src)) src.getBytes(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0.toByte else src.getByte(i))
+  private def shorts(src: ColumnVector, n: Int): Array[Short] =
+    if (bulkReadable(src)) src.getShorts(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0.toShort else src.getShort(i))
+  private def ints(src: ColumnVector, n: Int): Array[Int] =
+    if (bulkReadable(src)) src.getInts(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0 else src.getInt(i))
+  private def longs(src: ColumnVector, n: Int): Array[Long] =
+    if (bulkReadable(src)) src.getLongs(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0L else src.getLong(i))
+  private def floats(src: ColumnVector, n: Int): Array[Float] =
+    if (bulkReadable(src)) src.getFloats(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0f else src.getFloat(i))
+  private def doubles(src: ColumnVector, n: Int): Array[Double] =
+    if (bulkReadable(src)) src.getDoubles(0, n)
+    else Array.tabulate(n)(i => if (src.isNullAt(i)) 0d else src.getDouble(i))
 
   private def bulk(v: BaseFixedWidthVector, n: Int, values: AnyRef, arrayOffset: Long, width: Int): Unit = {
     v.allocateNew(n)
