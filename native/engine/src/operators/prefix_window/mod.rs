@@ -34,6 +34,7 @@ pub mod frames;
 pub mod prefix;
 pub mod ranking;
 pub mod refold;
+pub mod segment;
 pub mod spec;
 mod stream;
 
