@@ -1017,16 +1017,23 @@ fn exec_window(
     input: Vec<RecordBatch>,
     pool_bytes: usize,
 ) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
+    exec_window_segments(ws, prefix, input, pool_bytes, 0)
+}
+
+fn exec_window_segments(
+    ws: &[W],
+    prefix: bool,
+    input: Vec<RecordBatch>,
+    pool_bytes: usize,
+    segment_rows: u64,
+) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
     use datafusion_execution::memory_pool::GreedyMemoryPool;
     use datafusion_execution::runtime_env::RuntimeEnvBuilder;
     use datafusion_execution::TaskContext;
     use ember_engine::operators::{InputExec, PrefixWindowExec};
     let s = schema();
-    let window = match window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0)
-        .root
-        .unwrap()
-        .kind
-    {
+    let plan = window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0);
+    let window = match with_segment_rows(plan, segment_rows).root.unwrap().kind {
         Some(pb::operator::Kind::Window(w)) => w,
         _ => unreachable!(),
     };
@@ -1052,15 +1059,25 @@ fn metrics_count_prefix_and_refold_frames() {
         W { f: F::Sum, arg: 4, frame, ansi: false },
         W { f: F::Max, arg: 2, frame, ansi: false },
     ];
-    for prefix in [true, false] {
-        let (out, exec) = exec_window(&ws, prefix, batches(&data, &mut rng), 1 << 30);
-        assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
-        let m = exec.metrics().unwrap();
-        let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
-        // Three integral SUM/COUNT frames per row by prefix; the DOUBLE sum always re-folds; MAX counts as neither.
-        let (want_prefix, want_refold) = if prefix { (3 * n, n) } else { (0, 4 * n) };
-        assert_eq!((get("prefix_frames"), get("refold_frames")), (want_prefix, want_refold), "prefix={prefix}");
-        assert_eq!(m.output_rows(), Some(n));
+    let mut running = ws.to_vec();
+    running.push(W { f: F::Sum, arg: 2, frame: rows(B::UP, B::CR), ansi: true });
+    running.push(W { f: F::Sum, arg: 4, frame: rows(B::UP, B::F(1)), ansi: true });
+    for (prefix, seg) in [(true, 0), (false, 0), (true, 3), (false, 3)] {
+        for ws in [&ws[..], &running[..]] {
+            let (out, exec) = exec_window_segments(ws, prefix, batches(&data, &mut rng), 1 << 30, seg);
+            assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
+            let m = exec.metrics().unwrap();
+            let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+            // Integral SUM/COUNT frames per row by prefix; the DOUBLE sums always re-fold; MAX counts as neither;
+            // segmented partitions count the same.
+            let extra = ws.len() - 5;
+            let (want_prefix, want_refold) =
+                if prefix { ((3 + extra / 2) * n, (1 + extra / 2) * n) } else { (0, (4 + extra) * n) };
+            let got = (get("prefix_frames"), get("refold_frames"));
+            assert_eq!(got, (want_prefix, want_refold), "prefix={prefix} segment_rows={seg} {}", ws.len());
+            assert_eq!(m.output_rows(), Some(n));
+            assert_eq!(get("segmented_partitions") > 0, seg > 0, "segment_rows={seg}");
+        }
     }
 }
 
@@ -1226,7 +1243,7 @@ fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_m
     let mut rng = StdRng::seed_from_u64(23);
     let n = 60_000;
     let (_, input) = one_big_partition(&mut rng, n);
-    let ws = vec![
+    let ws = [
         W { f: F::Sum, arg: 2, frame: rows(B::UP, B::CR), ansi: true },
         W { f: F::Sum, arg: 2, frame: rows(B::P(30), B::F(5)), ansi: true },
         W { f: F::Avg, arg: 4, frame: rows(B::UP, B::F(2)), ansi: true },

@@ -182,7 +182,7 @@ pub fn evaluate_segment(
     let a = open.emitted - open.dropped;
     debug_assert!(a < b && b <= n);
     let peers = if spec.needs_peers { spec.ranges(&eval_all(&spec.order_by, chunk)?, n)? } else { vec![] };
-    let layout = Layout::new(n, if n == 0 { vec![] } else { vec![0..n] }, peers);
+    let layout = Layout::new(n, std::iter::once(0..n).filter(|r| !r.is_empty()).collect(), peers);
     let (values, prefixes) = spec.measures_of(chunk)?;
     let mut frames = std::collections::HashMap::new();
     for x in &spec.exprs {
@@ -249,9 +249,9 @@ pub fn evaluate_segment(
         };
     }
     // Every SUM / COUNT / AVG expression over the (single-partition) chunk counted `n` frames on one side.
-    if n > 0 {
-        counters.prefix.add(local.prefix.value() / n * rows);
-        counters.refold.add(local.refold.value() / n * rows);
+    if let (Some(p), Some(r)) = (local.prefix.value().checked_div(n), local.refold.value().checked_div(n)) {
+        counters.prefix.add(p * rows);
+        counters.refold.add(r * rows);
     }
     open.emitted += rows;
     Ok((out, overflow_at))
