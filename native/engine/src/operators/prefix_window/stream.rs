@@ -137,6 +137,8 @@ impl WindowStream {
         }
         self.pending = vec![batch.slice(last_start, n - last_start)];
         if !complete.is_empty() {
+            // What was reserved for the completed rows: `evaluate` reserves the chunk they become.
+            self.reservation.free();
             self.evaluate(complete)?;
             if self.done {
                 return Ok(());
@@ -314,7 +316,10 @@ impl WindowStream {
         let pending = std::mem::take(&mut self.pending);
         match self.open.take() {
             Some(open) => self.finish_segmented(pending, open)?,
-            None if !pending.is_empty() => self.evaluate(pending)?,
+            None if !pending.is_empty() => {
+                self.reservation.free();
+                self.evaluate(pending)?
+            }
             None => {}
         }
         self.reservation.free();
