@@ -247,6 +247,7 @@ fn window_plan(exprs: Vec<pb::WindowExpr>, prefix: bool, batch_size: u32) -> pb:
         order_by: vec![pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true }],
         exprs,
         prefix_enabled: prefix,
+        segment_rows: 0,
     };
     let mut p = plan(op(1, pb::operator::Kind::Window(window), vec![input(0, &s)]), &Arc::new(Schema::new(fields)));
     p.config.as_mut().unwrap().batch_size = batch_size;
@@ -254,16 +255,29 @@ fn window_plan(exprs: Vec<pb::WindowExpr>, prefix: bool, batch_size: u32) -> pb:
 }
 
 fn run(plan: &pb::Plan, input: Vec<RecordBatch>) -> Result<RecordBatch> {
-    let (rows, err) = run_until_error(plan, input);
+    let (rows, err, _) = run_until_error(plan, input, 1 << 30);
     match err {
         Some(e) => Err(e),
         None => Ok(rows),
     }
 }
 
-/// The rows a consumer receives, and the error that ends them if any.
-fn run_until_error(plan: &pb::Plan, input: Vec<RecordBatch>) -> (RecordBatch, Option<DataFusionError>) {
-    let broker = Arc::new(FixedBroker::new(1 << 30));
+/// Sets `Window.segment_rows` (0: the native default).
+fn with_segment_rows(mut plan: pb::Plan, rows: u64) -> pb::Plan {
+    match plan.root.as_mut().and_then(|r| r.kind.as_mut()) {
+        Some(pb::operator::Kind::Window(w)) => w.segment_rows = rows,
+        _ => unreachable!("a window plan"),
+    }
+    plan
+}
+
+/// The rows a consumer receives, the error that ends them if any, and the window's `window_segments` metric.
+fn run_until_error(
+    plan: &pb::Plan,
+    input: Vec<RecordBatch>,
+    pool: usize,
+) -> (RecordBatch, Option<DataFusionError>, u64) {
+    let broker = Arc::new(FixedBroker::new(pool));
     let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(input, schema())], broker.clone()).unwrap();
     let schema = p.output_schema().clone();
     let mut out = vec![];
@@ -278,9 +292,16 @@ fn run_until_error(plan: &pb::Plan, input: Vec<RecordBatch>) -> (RecordBatch, Op
             }
         }
     }
+    let window_id = plan.root.as_ref().unwrap().id;
+    let segments = p
+        .metrics()
+        .into_iter()
+        .find(|m| m.id == window_id)
+        .and_then(|m| m.named.iter().find(|(n, _)| n == "window_segments").map(|(_, v)| *v))
+        .unwrap_or(0);
     drop(p);
     assert_eq!(broker.used(), 0, "memory returned");
-    (concat_batches(&schema, &out).unwrap(), err)
+    (concat_batches(&schema, &out).unwrap(), err, segments)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -532,9 +553,16 @@ fn assert_same(actual: &ArrayRef, expected: &ArrayRef, what: &str) {
     }
 }
 
-/// Runs `ws` as one operator (prefix on and off) and compares every column with the reference; returns
-/// whether the reference overflowed (then the operator must have raised Spark's error).
+/// Runs `ws` as one operator (prefix on and off, whole partitions and tiny segments) and compares every column
+/// with the reference; returns whether the reference overflowed (then the operator must have raised Spark's
+/// error).
 fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
+    check_segments(data, ws, rng, what).0
+}
+
+/// [`check`], also returning the segments the tiny-segment runs evaluated.
+fn check_segments(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> (bool, u64) {
+    let mut segments = 0;
     let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
     let results: Vec<std::result::Result<ArrayRef, Overflow>> = ws.iter().map(|w| reference(data, w)).collect();
     // Spark raises at the first row where any expression's frame overflows.
@@ -544,9 +572,13 @@ fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
         None => Ok(results.into_iter().map(|r| r.unwrap()).collect()),
     };
     let input = batches(data, rng);
-    for prefix in [true, false] {
+    let tiny = rng.random_range(1..8);
+    for (prefix, seg) in [(true, 0), (false, 0), (true, tiny), (false, tiny)] {
         let batch_size = rng.random_range(1..64);
-        let (rows, err) = run_until_error(&window_plan(exprs.clone(), prefix, batch_size), input.clone());
+        let plan = with_segment_rows(window_plan(exprs.clone(), prefix, batch_size), seg);
+        let (rows, err, n) = run_until_error(&plan, input.clone(), 1 << 30);
+        segments += n;
+        let what = &format!("{what} segment_rows={seg}");
         if let Err(Overflow(row)) = expected {
             // Exactly the rows Spark produces before it raises reach the consumer.
             assert_eq!(rows.num_rows(), row, "{what} prefix={prefix}: rows before the overflow");
@@ -569,7 +601,7 @@ fn check(data: &Data, ws: &[W], rng: &mut StdRng, what: &str) -> bool {
             (Err(Overflow(_)), Ok(_)) => panic!("{what} prefix={prefix}: Spark's fold overflows, native returned rows"),
         }
     }
-    expected.is_err()
+    (expected.is_err(), segments)
 }
 
 fn assert_overflow_error(e: &DataFusionError) {
@@ -985,16 +1017,23 @@ fn exec_window(
     input: Vec<RecordBatch>,
     pool_bytes: usize,
 ) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
+    exec_window_segments(ws, prefix, input, pool_bytes, 0)
+}
+
+fn exec_window_segments(
+    ws: &[W],
+    prefix: bool,
+    input: Vec<RecordBatch>,
+    pool_bytes: usize,
+    segment_rows: u64,
+) -> (Result<Vec<RecordBatch>>, Arc<dyn datafusion_physical_plan::ExecutionPlan>) {
     use datafusion_execution::memory_pool::GreedyMemoryPool;
     use datafusion_execution::runtime_env::RuntimeEnvBuilder;
     use datafusion_execution::TaskContext;
     use ember_engine::operators::{InputExec, PrefixWindowExec};
     let s = schema();
-    let window = match window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0)
-        .root
-        .unwrap()
-        .kind
-    {
+    let plan = window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0);
+    let window = match with_segment_rows(plan, segment_rows).root.unwrap().kind {
         Some(pb::operator::Kind::Window(w)) => w,
         _ => unreachable!(),
     };
@@ -1020,15 +1059,25 @@ fn metrics_count_prefix_and_refold_frames() {
         W { f: F::Sum, arg: 4, frame, ansi: false },
         W { f: F::Max, arg: 2, frame, ansi: false },
     ];
-    for prefix in [true, false] {
-        let (out, exec) = exec_window(&ws, prefix, batches(&data, &mut rng), 1 << 30);
-        assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
-        let m = exec.metrics().unwrap();
-        let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
-        // Three integral SUM/COUNT frames per row by prefix; the DOUBLE sum always re-folds; MAX counts as neither.
-        let (want_prefix, want_refold) = if prefix { (3 * n, n) } else { (0, 4 * n) };
-        assert_eq!((get("prefix_frames"), get("refold_frames")), (want_prefix, want_refold), "prefix={prefix}");
-        assert_eq!(m.output_rows(), Some(n));
+    let mut running = ws.to_vec();
+    running.push(W { f: F::Sum, arg: 2, frame: rows(B::UP, B::CR), ansi: true });
+    running.push(W { f: F::Sum, arg: 4, frame: rows(B::UP, B::F(1)), ansi: true });
+    for (prefix, seg) in [(true, 0), (false, 0), (true, 3), (false, 3)] {
+        for ws in [&ws[..], &running[..]] {
+            let (out, exec) = exec_window_segments(ws, prefix, batches(&data, &mut rng), 1 << 30, seg);
+            assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), n);
+            let m = exec.metrics().unwrap();
+            let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+            // Integral SUM/COUNT frames per row by prefix; the DOUBLE sums always re-fold; MAX counts as neither;
+            // segmented partitions count the same.
+            let extra = ws.len() - 5;
+            let (want_prefix, want_refold) =
+                if prefix { ((3 + extra / 2) * n, (1 + extra / 2) * n) } else { (0, (4 + extra) * n) };
+            let got = (get("prefix_frames"), get("refold_frames"));
+            assert_eq!(got, (want_prefix, want_refold), "prefix={prefix} segment_rows={seg} {}", ws.len());
+            assert_eq!(m.output_rows(), Some(n));
+            assert_eq!(get("segmented_partitions") > 0, seg > 0, "segment_rows={seg}");
+        }
     }
 }
 
@@ -1054,26 +1103,173 @@ fn native_plan_reports_named_metrics_per_operator() {
     assert_eq!(m.output_rows, n);
 }
 
+/// One partition of `rows` rows (x = i, y = -i, f = i / 3), in batches of 0..40 rows that own their buffers
+/// (so each batch reports its own size, not a shared one's).
+fn one_big_partition(rng: &mut StdRng, rows: usize) -> (Data, Vec<RecordBatch>) {
+    let mut data = gen(rng, 1, 1, Values::Small, false);
+    for i in 1..rows as i64 {
+        data.k.push(data.k[0]);
+        data.d.push(Some(i / 2));
+        data.x.push((i % 7 != 0).then_some(i));
+        data.y.push(Some(-i as i32));
+        data.f.push(Some(i as f64 / 3.0));
+    }
+    let input = batches(&data, rng)
+        .iter()
+        .map(|b| {
+            let idx = arrow::array::UInt32Array::from_iter_values(0..b.num_rows() as u32);
+            arrow::compute::take_record_batch(b, &idx).unwrap()
+        })
+        .collect();
+    (data, input)
+}
+
 #[test]
-fn a_partition_that_does_not_fit_is_a_clean_error() {
+fn a_partition_that_does_not_fit_is_a_clean_error_only_for_whole_partition_specs() {
     let mut rng = StdRng::seed_from_u64(11);
     // One partition of 20k rows against a pool of 64 KiB.
-    let mut data = gen(&mut rng, 1, 1, Values::Small, false);
-    for i in 1..20_000 {
-        data.k.push(data.k[0]);
-        data.d.push(Some(i));
-        data.x.push(Some(i));
-        data.y.push(None);
-        data.f.push(None);
-    }
-    let ws = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::CR), ansi: false }];
-    let input: Vec<RecordBatch> = batches(&data, &mut rng);
-    let (out, _) = exec_window(&ws, true, input.clone(), 64 << 10);
+    let (_, input) = one_big_partition(&mut rng, 20_000);
+    let whole = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::UF), ansi: false }];
+    let (out, _) = exec_window(&whole, true, input.clone(), 64 << 10);
     let err = out.unwrap_err().to_string();
-    assert!(err.contains("cannot spill yet"), "{err}");
+    assert!(err.contains("needs whole partitions"), "{err}");
     // With room it runs.
-    let (out, _) = exec_window(&ws, true, input, 1 << 30);
+    let (out, _) = exec_window(&whole, true, input.clone(), 1 << 30);
     assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
+    // A bounded spec is evaluated in segments (the pool's refusal cuts them before the default segment size).
+    let bounded = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::CR), ansi: false }];
+    let (out, exec) = exec_window(&bounded, true, input, 64 << 10);
+    assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
+    let m = exec.metrics().unwrap();
+    assert_eq!(m.sum_by_name("segmented_partitions").map(|v| v.as_usize()), Some(1));
+    assert!(m.sum_by_name("window_segments").unwrap().as_usize() > 1);
+}
+
+/// Every segmentable frame shape (no UNBOUNDED FOLLOWING, RANGE only up to the peer group).
+fn segmentable_frames() -> Vec<Fr> {
+    all_frames().into_iter().filter(|f| f.hi != B::UF && !(f.range && f.lo == B::CR && f.hi != B::CR)).collect()
+}
+
+#[test]
+fn segmented_evaluation_matches_the_reference_for_every_bounded_frame() {
+    let mut rng = StdRng::seed_from_u64(20);
+    for (round, values) in [Values::Small, Values::Huge, Values::Edge(0.3), Values::Small].into_iter().enumerate() {
+        // Partitions up to 70 rows, some shorter than a segment, some many segments long; ties in the last round.
+        let data = gen(&mut rng, 8, 70, values, round == 3);
+        for ansi in [false, true] {
+            if ansi && !matches!(values, Values::Small) {
+                continue;
+            }
+            let ws: Vec<W> = segmentable_frames()
+                .into_iter()
+                .flat_map(|f| aggregates(f, ansi))
+                // MIN/MAX over doubles under RANGE with ties: equal keys, -0.0 vs 0.0 depends on row order only.
+                .collect();
+            let (overflow, segments) = check_segments(&data, &ws, &mut rng, &format!("round {round} ansi={ansi}"));
+            assert!(!overflow);
+            assert!(segments > 8, "round {round}: evaluated in segments ({segments})");
+        }
+    }
+}
+
+#[test]
+fn segmented_ranking_and_offsets_with_ties_across_segment_borders() {
+    let mut rng = StdRng::seed_from_u64(21);
+    for ties in [false, true] {
+        let data = gen(&mut rng, 6, 60, Values::Small, ties);
+        let any = rows(B::UP, B::CR);
+        let mut ws = vec![
+            W { f: F::RowNumber, arg: 2, frame: any, ansi: false },
+            W { f: F::Rank, arg: 2, frame: any, ansi: false },
+            W { f: F::DenseRank, arg: 2, frame: any, ansi: false },
+        ];
+        for (f, arg) in
+            [(F::Lag(1), 2), (F::Lag(3), 3), (F::Lead(1), 4), (F::Lead(9), 2), (F::Lag(0), 2), (F::Lag(-1), 3)]
+        {
+            ws.push(W { f, arg, frame: any, ansi: false });
+        }
+        let (_, segments) = check_segments(&data, &ws, &mut rng, &format!("ranking ties={ties}"));
+        assert!(segments > 6, "evaluated in segments ({segments})");
+        // Without rank / dense_rank cuts are anywhere, also inside a run of ties.
+        let (_, segments) = check_segments(&data, &ws[..1], &mut rng, &format!("row_number ties={ties}"));
+        assert!(segments > 6);
+        ws.drain(..3);
+        let (_, segments) = check_segments(&data, &ws, &mut rng, &format!("offsets ties={ties}"));
+        assert!(segments > 6);
+    }
+}
+
+#[test]
+fn segmented_ansi_overflow_at_the_same_row_as_the_reference() {
+    let mut rng = StdRng::seed_from_u64(22);
+    let frames = segmentable_frames();
+    let (mut errors, mut fine, mut segmented) = (0, 0, 0);
+    for case in 0..300 {
+        let big = rng.random_range(0.02..0.4);
+        let parts = rng.random_range(1..3);
+        let data = gen(&mut rng, parts, 40, Values::Edge(big), false);
+        let ws: Vec<W> = (0..rng.random_range(1..4))
+            .map(|_| W { f: F::Sum, arg: 2, frame: frames[rng.random_range(0..frames.len())], ansi: true })
+            .collect();
+        let (overflow, segments) = check_segments(&data, &ws, &mut rng, &format!("ansi case {case}"));
+        if overflow {
+            errors += 1;
+        } else {
+            fine += 1;
+        }
+        segmented += (segments > 0) as usize;
+    }
+    eprintln!("segmented ANSI cases: {errors} overflow, {fine} without, {segmented} segmented");
+    assert!(errors >= 30 && fine >= 30 && segmented >= 200, "{errors} errors, {fine} without, {segmented}");
+    // A running sum whose overflow comes many segments in: 2^60 per row overflows at row 8 (2^63).
+    let x: Vec<Option<i64>> = vec![Some(1 << 60); 40];
+    let data = Data {
+        k: vec![Some(1); x.len()],
+        d: (0..x.len() as i64).map(Some).collect(),
+        y: vec![None; x.len()],
+        f: vec![None; x.len()],
+        x,
+    };
+    let running = [W { f: F::Sum, arg: 2, frame: rows(B::UP, B::CR), ansi: true }];
+    assert!(check_segments(&data, &running, &mut rng, "running 2^60").0);
+    let sliding = [W { f: F::Sum, arg: 2, frame: rows(B::P(8), B::CR), ansi: true }];
+    assert!(check_segments(&data, &sliding, &mut rng, "sliding 2^60").0);
+    let fits = [W { f: F::Sum, arg: 2, frame: rows(B::P(6), B::CR), ansi: true }];
+    assert!(!check_segments(&data, &fits, &mut rng, "sliding 7 x 2^60").0);
+}
+
+#[test]
+fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_memory() {
+    let mut rng = StdRng::seed_from_u64(23);
+    let n = 60_000;
+    let (_, input) = one_big_partition(&mut rng, n);
+    let ws = [
+        W { f: F::Sum, arg: 2, frame: rows(B::UP, B::CR), ansi: true },
+        W { f: F::Sum, arg: 2, frame: rows(B::P(30), B::F(5)), ansi: true },
+        W { f: F::Avg, arg: 4, frame: rows(B::UP, B::F(2)), ansi: true },
+        W { f: F::Max, arg: 3, frame: range(B::UP, B::CR), ansi: true },
+        W { f: F::DenseRank, arg: 2, frame: rows(B::UP, B::CR), ansi: true },
+        W { f: F::Lag(3), arg: 4, frame: rows(B::UP, B::CR), ansi: true },
+    ];
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    // 256 KiB against ~3 MB of input (and ~20 MB of scratch to evaluate it whole): segments of the default
+    // size (16 Ki rows) do not fit either, so the pool's refusals cut smaller ones; 1 << 40: only refusals cut.
+    let pool = 256 << 10;
+    // Whole-partition evaluation with room (checked against the reference on small data by the tests above).
+    let whole = with_segment_rows(window_plan(exprs.clone(), true, 4096), 1 << 40);
+    let (want, err, segments) = run_until_error(&whole, input.clone(), 1 << 30);
+    assert!(err.is_none() && segments == 0, "{err:?} {segments}");
+    for seg in [0, 1024, 1 << 40] {
+        // run_until_error asserts the pool is empty afterwards.
+        let plan = with_segment_rows(window_plan(exprs.clone(), true, 4096), seg);
+        let (got, err, segments) = run_until_error(&plan, input.clone(), pool);
+        assert!(err.is_none(), "segment_rows={seg}: {err:?}");
+        assert!(segments >= (n / 16_384) as u64, "segment_rows={seg}: {segments} segments");
+        assert_eq!(got.num_rows(), n);
+        for (i, w) in ws.iter().enumerate() {
+            assert_same(got.column(5 + i), want.column(5 + i), &format!("segment_rows={seg} {w:?}"));
+        }
+    }
 }
 
 /// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (1112

@@ -113,6 +113,8 @@ impl ExecutionPlan for PrefixWindowExec {
         let counters = FrameCounters {
             prefix: MetricBuilder::new(&self.metrics).counter("prefix_frames", partition),
             refold: MetricBuilder::new(&self.metrics).counter("refold_frames", partition),
+            segmented_partitions: MetricBuilder::new(&self.metrics).counter("segmented_partitions", partition),
+            segments: MetricBuilder::new(&self.metrics).counter("window_segments", partition),
         };
         Ok(Box::pin(WindowStream::new(
             input,

@@ -128,3 +128,40 @@ pub fn min_max(
         other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
     })
 }
+
+fn combine_typed<T: ArrowPrimitiveType>(carry: &PrimitiveArray<T>, local: &PrimitiveArray<T>, max: bool) -> ArrayRef
+where
+    T::Native: SparkOrd,
+{
+    if carry.is_null(0) {
+        return Arc::new(local.clone());
+    }
+    let c = carry.value(0);
+    let better = if max { Ordering::Greater } else { Ordering::Less };
+    // The carried value comes from earlier rows: it stays unless a local value is strictly better.
+    let out: PrimitiveArray<T> = (0..local.len())
+        .map(|i| Some(if local.is_valid(i) && local.value(i).spark_cmp(c) == better { local.value(i) } else { c }))
+        .collect();
+    Arc::new(out.with_data_type(local.data_type().clone()))
+}
+
+/// A running MIN / MAX continued from earlier rows: `carry` (one value, possibly NULL) is the extremum of the
+/// rows before the ones `local` covers.
+pub fn combine(carry: &ArrayRef, local: &ArrayRef, max: bool) -> Result<ArrayRef> {
+    macro_rules! typed {
+        ($t:ty) => {
+            combine_typed(carry.as_primitive::<$t>(), local.as_primitive::<$t>(), max)
+        };
+    }
+    Ok(match local.data_type() {
+        DataType::Int8 => typed!(t::Int8Type),
+        DataType::Int16 => typed!(t::Int16Type),
+        DataType::Int32 => typed!(t::Int32Type),
+        DataType::Int64 => typed!(t::Int64Type),
+        DataType::Float32 => typed!(t::Float32Type),
+        DataType::Float64 => typed!(t::Float64Type),
+        DataType::Date32 => typed!(t::Date32Type),
+        DataType::Timestamp(t::TimeUnit::Microsecond, _) => typed!(t::TimestampMicrosecondType),
+        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
+    })
+}

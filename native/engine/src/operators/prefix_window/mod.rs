@@ -26,14 +26,24 @@
 //! The rows of the open partition are held (and reserved through the memory pool) until it completes; a chunk of
 //! complete partitions lives only while it is evaluated, and is reserved with an estimate of its scratch
 //! (prefixes, frame bounds, output columns: O(rows × (measures + expressions))) for that time. Output batches are
-//! slices of the evaluated chunk, handed on as they are pulled. A partition larger than the pool grants is a
-//! `ResourcesExhausted` error: partitions cannot spill yet.
+//! slices of the evaluated chunk, handed on as they are pulled.
+//!
+//! When every expression needs only a bounded neighbourhood of each row (no UNBOUNDED FOLLOWING, RANGE frames
+//! ending at the current row, no `lag … IGNORE NULLS`), an open partition longer than `Window.segment_rows` — or
+//! one the pool refuses to hold — is evaluated in segments ([`segment`]): each segment with the rows its frames
+//! and offsets reach before and after it, running folds / extrema / ranks carried across, bit for bit the
+//! whole-partition result (ANSI overflow at the same row); segments shrink while the pool refuses their scratch.
+//! Memory is then O(segment + lookback + lookahead) rows whatever the partition's length (metrics
+//! `segmented_partitions`, `window_segments`). For other specs a partition larger than the pool grants is a
+//! `ResourcesExhausted` error: they do not spill; nor does a single peer group larger than the pool when cuts
+//! must fall between peer groups (rank, dense_rank, RANGE frames).
 mod exec;
 pub mod extrema;
 pub mod frames;
 pub mod prefix;
 pub mod ranking;
 pub mod refold;
+pub mod segment;
 pub mod spec;
 mod stream;
 

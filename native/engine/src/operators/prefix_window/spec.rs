@@ -15,6 +15,7 @@ use ember_proto as pb;
 
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::prefix::{exact_double_partitions, Prefix};
+use super::segment::{Segmentation, DEFAULT_SEGMENT_ROWS};
 use super::{extrema, ranking, refold};
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
@@ -89,6 +90,10 @@ pub struct FrameCounters {
     pub prefix: Count,
     /// Frames of SUM / COUNT / AVG evaluated by refold or add-and-retract.
     pub refold: Count,
+    /// Partitions evaluated in segments (larger than a segment, and the spec allows).
+    pub segmented_partitions: Count,
+    /// Segments evaluated.
+    pub segments: Count,
 }
 
 #[derive(Debug)]
@@ -98,10 +103,14 @@ pub struct WindowSpec {
     pub exprs: Vec<WindowExpr>,
     pub measures: Vec<Measure>,
     pub prefix_enabled: bool,
-    needs_peers: bool,
+    pub needs_peers: bool,
+    /// Rows per segment of a partition evaluated in segments ([`super::segment`]).
+    pub segment_rows: usize,
+    /// How a large partition is evaluated in segments; `None` when some expression needs the whole partition.
+    pub segmentation: Option<Segmentation>,
 }
 
-fn is_integral(dt: &DataType) -> bool {
+pub(super) fn is_integral(dt: &DataType) -> bool {
     matches!(dt, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
 }
 
@@ -159,7 +168,19 @@ impl WindowSpec {
                 || (x.frame.unit == FrameUnit::Range
                     && (x.frame.lower == Bound::CurrentRow || x.frame.upper == Bound::CurrentRow))
         });
-        Ok(Self { partition_by, order_by, exprs, measures, prefix_enabled: w.prefix_enabled, needs_peers })
+        let segmentation = Segmentation::of(&exprs, needs_peers);
+        let segment_rows =
+            if w.segment_rows == 0 { DEFAULT_SEGMENT_ROWS } else { w.segment_rows.min(1 << 40) as usize };
+        Ok(Self {
+            partition_by,
+            order_by,
+            exprs,
+            measures,
+            prefix_enabled: w.prefix_enabled,
+            needs_peers,
+            segment_rows,
+            segmentation,
+        })
     }
 
     fn decode_expr(
@@ -294,7 +315,7 @@ impl WindowSpec {
         32 * self.exprs.len() + 40 * self.measures.len() + if self.needs_peers { 8 } else { 0 }
     }
 
-    fn ranges(&self, keys: &[ArrayRef], n: usize) -> Result<Vec<Range<usize>>> {
+    pub(super) fn ranges(&self, keys: &[ArrayRef], n: usize) -> Result<Vec<Range<usize>>> {
         if keys.is_empty() {
             return Ok(if n == 0 { vec![] } else { std::iter::once(0..n).collect() });
         }
@@ -326,25 +347,7 @@ impl WindowSpec {
         };
         let layout = Layout::new(n, parts, peers);
 
-        // Measures: arguments evaluated once, prefixes built once, for all the frames over them.
-        let mut values: Vec<ArrayRef> = Vec::with_capacity(self.measures.len());
-        let mut prefixes: Vec<Option<Prefix>> = Vec::with_capacity(self.measures.len());
-        for m in &self.measures {
-            let v = m.expr.evaluate(chunk)?.into_array(n)?;
-            let prefix = if m.prefixed {
-                let longs = if is_integral(v.data_type()) {
-                    cast(&v, &DataType::Int64)?
-                } else {
-                    // COUNT over a non-integral measure: only the counts are read.
-                    Arc::new(Int64Array::new(vec![0; n].into(), v.logical_nulls())) as ArrayRef
-                };
-                Some(Prefix::new(longs.as_primitive(), m.exact))
-            } else {
-                None
-            };
-            values.push(v);
-            prefixes.push(prefix);
-        }
+        let (values, prefixes) = self.measures_of(chunk)?;
 
         // Frame bounds once per distinct frame, shared by every expression over it.
         let mut frames: HashMap<Frame, (Vec<usize>, Vec<usize>)> = HashMap::new();
@@ -370,8 +373,33 @@ impl WindowSpec {
         Ok((out, overflow_at))
     }
 
+    /// Measures: arguments evaluated once, prefixes built once, for all the frames over them.
+    pub(super) fn measures_of(&self, chunk: &RecordBatch) -> Result<(Vec<ArrayRef>, Vec<Option<Prefix>>)> {
+        let n = chunk.num_rows();
+        let mut values: Vec<ArrayRef> = Vec::with_capacity(self.measures.len());
+        let mut prefixes: Vec<Option<Prefix>> = Vec::with_capacity(self.measures.len());
+        for m in &self.measures {
+            let v = m.expr.evaluate(chunk)?.into_array(n)?;
+            let prefix = if m.prefixed {
+                let longs = if is_integral(v.data_type()) {
+                    cast(&v, &DataType::Int64)?
+                } else {
+                    // COUNT over a non-integral measure: only the counts are read.
+                    Arc::new(Int64Array::new(vec![0; n].into(), v.logical_nulls())) as ArrayRef
+                };
+                Some(Prefix::new(longs.as_primitive(), m.exact))
+            } else {
+                None
+            };
+            values.push(v);
+            prefixes.push(prefix);
+        }
+
+        Ok((values, prefixes))
+    }
+
     #[allow(clippy::too_many_arguments)]
-    fn evaluate_expr<'a>(
+    pub(super) fn evaluate_expr<'a>(
         &self,
         x: &WindowExpr,
         chunk: &RecordBatch,
@@ -508,6 +536,6 @@ impl WindowSpec {
     }
 }
 
-fn eval_all(exprs: &[PhysicalExprRef], batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+pub(super) fn eval_all(exprs: &[PhysicalExprRef], batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
     exprs.iter().map(|e| e.evaluate(batch)?.into_array(batch.num_rows())).collect()
 }

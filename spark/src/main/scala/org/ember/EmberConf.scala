@@ -75,6 +75,17 @@ object EmberConf {
       "or a checked fold under ANSI): the baseline the prefix evaluation is measured against. Same results."
   )
 
+  val WINDOW_SEGMENT_ROWS: Entry[Long] = long(
+    "spark.ember.window.segmentRows",
+    default = 16384,
+    "A native window partition longer than this many rows is evaluated in segments of about this size (plus " +
+      "the rows its frames and lag/lead offsets reach before and after, and carried running sums, counts, " +
+      "extrema and ranks) when every window expression needs only a bounded neighbourhood of each row: ROWS " +
+      "frames without UNBOUNDED FOLLOWING, RANGE frames ending at the current row, row_number, rank, " +
+      "dense_rank, lag, lead. Memory then stays bounded whatever the partition's size; a refusal from the " +
+      "memory pool cuts smaller segments. Same results. Other specs hold a whole partition in memory."
+  )
+
   val WINDOW_PREFIX_REWRITE: Entry[Boolean] = bool(
     "spark.ember.window.prefixRewrite.enabled",
     default = false,

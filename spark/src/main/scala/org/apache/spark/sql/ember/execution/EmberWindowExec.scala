@@ -24,7 +24,9 @@ case class EmberWindowExec(
   /** Named as the native operator's `MetricBuilder` counters. */
   override protected def operatorMetrics: Map[String, SQLMetric] = Map(
     "prefix_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by prefix difference"),
-    "refold_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by refold / add-and-retract")
+    "refold_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by refold / add-and-retract"),
+    "segmented_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions evaluated in segments"),
+    "window_segments" -> SQLMetrics.createMetric(sparkContext, "segments evaluated")
   )
 
   override def simpleString(maxFields: Int): String =

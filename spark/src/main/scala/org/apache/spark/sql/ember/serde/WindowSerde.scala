@@ -202,7 +202,10 @@ object WindowSerde extends OperatorSerde[WindowExec] {
       order <- SortSerde.sortOrder(plan.orderSpec, input)
       exprs <- sequence(plan.windowExpression.map(windowExpr(_, input)))
     } yield {
-      val b = proto.Window.newBuilder().setPrefixEnabled(EmberConf.WINDOW_PREFIX.get())
+      val b = proto.Window
+        .newBuilder()
+        .setPrefixEnabled(EmberConf.WINDOW_PREFIX.get())
+        .setSegmentRows(math.max(1L, EmberConf.WINDOW_SEGMENT_ROWS.get()))
       partition.foreach(b.addPartitionBy)
       order.foreach(b.addOrderBy)
       exprs.foreach(b.addExprs)

@@ -1,0 +1,60 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.sql.ember.execution.EmberWindowExec
+import org.apache.spark.sql.expressions.Window
+import org.apache.spark.sql.functions._
+
+/**
+ * A native window over one partition ~10x the off-heap budget (16 MiB): bounded specs are evaluated in segments
+ * (carried running sums, extrema and ranks), so the query completes with Spark's answer.
+ */
+class EmberWindowMemorySuite extends EmberQueryTest {
+
+  override protected def offHeapSize: String = "16m"
+
+  test("a window partition of ~10x the off-heap budget completes in segments with Spark's answer") {
+    val rows = 4000000L // ~130 MB of input columns as Arrow, ~1 GB with the scratch of a whole-partition pass
+    def query = {
+      // ROWS frames and row_number over the unique id (deterministic); RANGE and dense_rank over t with ties.
+      val w = Window.partitionBy("k").orderBy("id")
+      val peers = Window.partitionBy("k").orderBy("t")
+      val data = spark
+        .range(0, rows, 1, 2)
+        .select(
+          col("id"),
+          lit(1).as("k"),
+          (col("id") / 3).cast("long").as("t"), // ties: peer groups of 3 rows
+          (col("id") * 7919 % 1000 - 500).as("v")
+        )
+      data
+        .select(
+          sum("v").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)).as("run"),
+          avg("v").over(w.rowsBetween(-10, 5)).as("a"),
+          max("v").over(peers).as("mx"), // RANGE UNBOUNDED PRECEDING AND CURRENT ROW
+          row_number().over(w).as("rn"),
+          dense_rank().over(peers).as("dr"),
+          lag("v", 3).over(w).as("lg")
+        )
+        .agg(
+          count(lit(1)),
+          max("run"),
+          min("run"),
+          sum(col("run") % 1000),
+          sum(floor(col("a") * 1000)),
+          sum("mx"),
+          sum("rn"),
+          sum("dr"),
+          max("dr"),
+          sum("lg"),
+          count("lg")
+        )
+    }
+    val df = checkSparkAnswerAndNative(query, Seq(classOf[EmberWindowExec]))
+    val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberWindowExec => w }
+    assert(windows.size == 2, df.queryExecution.executedPlan)
+    windows.foreach { w =>
+      assert(w.metrics("segmented_partitions").value == 1, s"the partition in segments: $w")
+      assert(w.metrics("window_segments").value >= rows / 16384, s"many segments: $w")
+    }
+  }
+}
