@@ -1,7 +1,8 @@
 """Ember's demo: the same queries with Ember off and on, in one spark-submit run.
 
-For each query: the native operators in the executed plan, whether the results are identical (an
-order-sensitive checksum of every output row), and the wall-time ratio Spark / Ember (best of N runs).
+For each query: the native operators in the executed plan, whether the results are identical (a checksum of every
+output row, order-sensitive where Spark defines the order; see dev/bench/common.py), and the wall-time ratio
+Spark / Ember (best of N runs).
 Usage: dev/demo.sh [--rows N] [--runs N]
 """
 import argparse
@@ -12,6 +13,8 @@ import time
 
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
+
+from common import checksum_and_plan  # dev/bench/common.py
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--rows", type=int, default=5_000_000)
@@ -72,40 +75,6 @@ QUERIES = {
 }
 
 
-P = (1 << 61) - 1
-B = 1_000_003
-
-
-def _partition_hash(rows):
-    h, n = 0, 0
-    for (x,) in rows:
-        h = (h * B + (x % P)) % P
-        n += 1
-    yield h, n
-
-
-def _partition_sum(rows):
-    h, n = 0, 0
-    for (x,) in rows:
-        h = (h + (x % P)) % P
-        n += 1
-    yield h, n
-
-
-def checksum(df, ordered):
-    """Checksum of the whole output. Ordered: a polynomial rolling hash of every row's xxhash64 in output order,
-    computed per partition and combined in partition order (so it does not depend on how the rows are split into
-    partitions). Unordered (queries whose row order Spark leaves open, e.g. joins): the sum of the row hashes.
-    Returns it with the executed plan of the query."""
-    hashed = df.select(F.xxhash64(*[F.col(c) for c in df.columns]).alias("h"))
-    parts = hashed.rdd.mapPartitions(_partition_hash if ordered else _partition_sum).collect()
-    total, count = 0, 0
-    for h, n in parts:
-        total = (total * pow(B, n, P) + h) % P if ordered else (total + h) % P
-        count += n
-    return (total, count), hashed._jdf.queryExecution().executedPlan().toString()
-
-
 def run(query, ordered, ember):
     spark.conf.set("spark.ember.enabled", str(ember).lower())
     best = float("inf")
@@ -113,7 +82,7 @@ def run(query, ordered, ember):
         t0 = time.perf_counter()
         query().write.format("noop").mode("overwrite").save()
         best = min(best, time.perf_counter() - t0)
-    result, plan = checksum(query(), ordered)
+    result, plan = checksum_and_plan(query(), ordered)
     return best, result, plan
 
 

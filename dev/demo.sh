@@ -8,6 +8,7 @@ SUBMIT=${SPARK_SUBMIT:-dev/.venv/bin/spark-submit}
 # spark-submit finds Spark through the python on PATH: the venv's, which has pyspark.
 export PATH="$PWD/dev/.venv/bin:$PATH"
 export PYSPARK_PYTHON="$PWD/dev/.venv/bin/python"
+export PYTHONPATH="$PWD/dev/bench${PYTHONPATH:+:$PYTHONPATH}"
 exec "$SUBMIT" \
   --master "local[${DEMO_CORES:-2}]" \
   --driver-memory "${DEMO_DRIVER_MEMORY:-6g}" \

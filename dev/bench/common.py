@@ -60,18 +60,30 @@ def _partition_hash(rows):
     yield h, n
 
 
-def checksum(df, ordered=False):
-    """Checksum of every output row: order-sensitive (a rolling hash in output order) when `ordered`, else a
-    sum of row hashes (for queries whose row order Spark does not define, e.g. joins and aggregates)."""
+def _partition_sum(rows):
+    h, n = 0, 0
+    for (x,) in rows:
+        h = (h + (x % P)) % P
+        n += 1
+    yield h, n
+
+
+def checksum_and_plan(df, ordered=False):
+    """Checksum of every output row, and the executed plan of the query that computed it (run to the end, so
+    adaptive execution has finalized it). Ordered: a polynomial rolling hash of every row's xxhash64 in output
+    order, per partition, combined in partition order (independent of how rows are split into partitions).
+    Unordered (queries whose row order Spark does not define, e.g. joins and aggregates): the sum of the row
+    hashes. Both are combined in Python, so no Spark (or Ember) aggregate takes part in the check."""
     hashed = df.select(F.xxhash64(*[F.col(c) for c in df.columns]).alias("h"))
-    if not ordered:
-        row = hashed.agg(F.sum(F.col("h").cast("decimal(38,0)")).alias("s"), F.count("*").alias("n")).collect()[0]
-        return int(row["s"] or 0) % P, row["n"]
     total, count = 0, 0
-    for h, n in hashed.rdd.mapPartitions(_partition_hash).collect():
-        total = (total * pow(B, n, P) + h) % P
+    for h, n in hashed.rdd.mapPartitions(_partition_hash if ordered else _partition_sum).collect():
+        total = (total * pow(B, n, P) + h) % P if ordered else (total + h) % P
         count += n
-    return total, count
+    return (total, count), executed_plan(hashed)
+
+
+def checksum(df, ordered=False):
+    return checksum_and_plan(df, ordered)[0]
 
 
 def executed_plan(df):

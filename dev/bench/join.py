@@ -149,7 +149,7 @@ def run_budget(args):
         for variant in args.variants.split(","):
             configure(variant)
             joined = query(shape, variant)
-            # Order-insensitive checksum of every column, and the row count (as common.checksum does).
+            # Order-insensitive checksum of every column and the row count, computed by Spark: it is the timed action.
             agg = joined.select(F.xxhash64(*[F.col(c) for c in joined.columns]).alias("h")).agg(
                 F.sum(F.col("h").cast("decimal(38,0)")).alias("s"), F.count("*").alias("n"))
             out = {}
