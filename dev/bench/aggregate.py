@@ -9,7 +9,9 @@ Key shapes (each input partition is a contiguous range of ids):
   unique_then_1k    in each partition, the first half of the rows have unique keys and the second half repeats
                     1k keys: a probe of the first rows says "stop combining", the second half says otherwise.
 Reports wall time, JVM CPU and shuffle bytes written per run, and checks that the three configurations give
-identical rows (checksum over every output row, computed outside the timed run).
+identical rows (checksum over every output row, computed outside the timed run). "Ember fixed probe" is the
+decision of DataFusion and Velox (after minRows rows, groups/rows > 1 - minReduction: stop combining for good),
+run by the same operator for comparison.
 """
 import argparse
 
@@ -21,7 +23,22 @@ from common import checksum, noop_write, table, timed
 CONFIGS = [
     ("vanilla Spark", {"spark.ember.enabled": "false"}),
     ("Ember always-partial", {"spark.ember.enabled": "true", "spark.ember.aggregate.adaptivePartial.enabled": "false"}),
-    ("Ember gated", {"spark.ember.enabled": "true", "spark.ember.aggregate.adaptivePartial.enabled": "true"}),
+    (
+        "Ember fixed probe",
+        {
+            "spark.ember.enabled": "true",
+            "spark.ember.aggregate.adaptivePartial.enabled": "true",
+            "spark.ember.aggregate.adaptivePartial.fixedProbe.enabled": "true",
+        },
+    ),
+    (
+        "Ember gated",
+        {
+            "spark.ember.enabled": "true",
+            "spark.ember.aggregate.adaptivePartial.enabled": "true",
+            "spark.ember.aggregate.adaptivePartial.fixedProbe.enabled": "false",
+        },
+    ),
 ]
 
 

@@ -316,6 +316,23 @@ struct Outcome {
 }
 
 fn gate_run(keys: &[i64], config: GateConfig) -> Outcome {
+    let o = run_gate(keys, config);
+    println!(
+        "{} rows: gate emitted {} (passed through {}, switches {}/{}, first at row {}); always aggregate {}, \
+         fixed probe {}",
+        keys.len(),
+        o.emitted,
+        o.passed,
+        o.switches_to_pass,
+        o.switches_to_agg,
+        o.first_pass_at,
+        always_aggregate(keys),
+        fixed_probe(keys)
+    );
+    o
+}
+
+fn run_gate(keys: &[i64], config: GateConfig) -> Outcome {
     let (schema, batches) = key_batches(keys);
     let groups: Groups = vec![(col("k", &schema).unwrap(), "k".into())];
     let aggs = vec![
@@ -326,18 +343,6 @@ fn gate_run(keys: &[i64], config: GateConfig) -> Outcome {
     let out = run(gated.clone(), ctx(BATCH, None)).unwrap();
     let m = gated.metrics().unwrap();
     let get = |n: &str| m.sum_by_name(n).map(|v| v.as_usize()).unwrap_or(0);
-    println!(
-        "{} rows: gate emitted {} (passed through {}, switches {}/{}, first at row {}); always aggregate {}, \
-         fixed probe {}",
-        keys.len(),
-        out.iter().map(|b| b.num_rows()).sum::<usize>(),
-        get("rows_passed_through"),
-        get("switches_to_pass_through"),
-        get("switches_to_aggregate"),
-        get("pass_through_at_row"),
-        always_aggregate(keys),
-        fixed_probe(keys)
-    );
     Outcome {
         emitted: out.iter().map(|b| b.num_rows()).sum(),
         passed: get("rows_passed_through"),
@@ -355,20 +360,13 @@ fn always_aggregate(keys: &[i64]) -> usize {
     keys.iter().collect::<HashSet<_>>().len()
 }
 
-/// DataFusion's probe (`skip_partial_aggregation_probe_rows_threshold` / `_ratio_threshold`): cumulative
-/// groups/rows checked after each batch once PROBE rows are in; once it skips, it skips for good.
+/// DataFusion's and Velox's fixed probe (`skip_partial_aggregation_probe_rows_threshold` = PROBE,
+/// `_ratio_threshold` = 0.8), as the operator runs it with `fixed_probe`: groups/rows is checked once, after
+/// the batch that brings the rows to PROBE; if it skips, it skips for good. Returns the rows emitted.
 fn fixed_probe(keys: &[i64]) -> usize {
-    let mut state = HashSet::new();
-    let mut rows = 0;
-    for (i, c) in keys.chunks(BATCH).enumerate() {
-        state.extend(c.iter().copied());
-        rows += c.len();
-        if rows >= PROBE && state.len() as f64 / rows as f64 > 0.8 {
-            let rest: usize = keys.chunks(BATCH).skip(i + 1).map(|c| c.len()).sum();
-            return state.len() + rest;
-        }
-    }
-    state.len()
+    let o = run_gate(keys, GateConfig { fixed_probe: true, min_reduction: 0.2, ..cfg(PROBE) });
+    assert!(o.switches_to_agg == 0 && o.switches_to_pass <= 1);
+    o.emitted
 }
 
 fn best(keys: &[i64]) -> usize {
@@ -654,7 +652,10 @@ mod via_proto {
             precision: 14,
             force_pass_through: false,
             min_state_bytes: 0,
+            fixed_probe: false,
         });
+        // The fixed probe through the planner.
+        run_plan(pb::AdaptivePartial { enabled: true, min_rows: 2_000, fixed_probe: true, ..Default::default() });
         // The byte threshold decides before the rows do.
         run_plan(pb::AdaptivePartial {
             enabled: true,

@@ -106,6 +106,7 @@ pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
             min_reduction: a.min_reduction,
             precision: if a.precision == 0 { d.precision } else { a.precision.min(255) as u8 },
             force_pass_through: a.force_pass_through,
+            fixed_probe: a.fixed_probe,
         },
     }
 }

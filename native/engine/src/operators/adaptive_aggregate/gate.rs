@@ -39,6 +39,10 @@ pub struct GateConfig {
     pub precision: u8,
     /// Test knob: pass every row through from the first one.
     pub force_pass_through: bool,
+    /// Benchmark baseline instead of the sketches: the fixed first-rows probe of DataFusion and Velox. After
+    /// `min_rows` rows, pass through for good when the state's exact group count shows a reduction below
+    /// `min_reduction`; never revisited.
+    pub fixed_probe: bool,
 }
 
 impl Default for GateConfig {
@@ -50,6 +54,7 @@ impl Default for GateConfig {
             min_reduction: 0.2,
             precision: 14,
             force_pass_through: false,
+            fixed_probe: false,
         }
     }
 }
@@ -144,9 +149,36 @@ impl Gate {
         self.rows_seen
     }
 
-    /// Does the gate need the key hashes at all? (Not when disabled or forced.)
+    /// Does the gate need the key hashes at all? (Not when disabled, forced or a fixed probe.)
     pub fn sketching(&self) -> bool {
-        self.config.enabled && !self.config.force_pass_through
+        self.config.enabled && !self.config.force_pass_through && !self.config.fixed_probe
+    }
+
+    /// Is this the fixed first-rows probe (decided by [`Gate::probe`])?
+    pub fn fixed_probe(&self) -> bool {
+        self.config.enabled && !self.config.force_pass_through && self.config.fixed_probe
+    }
+
+    /// The fixed probe, after a batch went into the hash table, which now holds `groups` groups: once
+    /// `min_rows` rows were seen, decides once and for all.
+    pub fn probe(&mut self, groups: usize) -> Decision {
+        if !self.fixed_probe() || self.decided_once || self.rows_seen < self.config.min_rows {
+            return Decision::Keep;
+        }
+        self.decided_once = true;
+        let reduction = 1.0 - groups as f64 / self.rows_seen as f64;
+        self.history.push(Measurement {
+            at_row: self.rows_seen,
+            window_rows: self.rows_seen,
+            new_keys: groups as f64,
+            reduction,
+        });
+        if reduction < self.config.min_reduction {
+            self.mode = Mode::PassThrough;
+            Decision::ToPassThrough
+        } else {
+            Decision::Keep
+        }
     }
 
     /// Takes the next batch's key hashes (before the batch is processed) and the bytes the aggregation state
@@ -296,6 +328,29 @@ mod tests {
         for b in 0..50 {
             assert_eq!(g.observe_rows(&hashes((b * 1000..(b + 1) * 1000).map(|i| i % 1000))), Decision::Keep);
         }
+    }
+
+    #[test]
+    fn fixed_probe_decides_once_from_the_first_rows() {
+        let mut g = Gate::try_new(GateConfig { fixed_probe: true, ..cfg(10_000) }).unwrap();
+        assert!(!g.sketching());
+        // Unique keys for the first 10k rows: the probe stops combining ...
+        g.observe_unsketched(5_000);
+        assert_eq!(g.probe(5_000), Decision::Keep);
+        g.observe_unsketched(5_000);
+        assert_eq!(g.probe(10_000), Decision::ToPassThrough);
+        assert_eq!(g.mode(), Mode::PassThrough);
+        // ... and never looks again, however much keys repeat later (what the sketches would see).
+        g.observe_unsketched(1_000_000);
+        assert_eq!(g.probe(1), Decision::Keep);
+        assert_eq!(g.mode(), Mode::PassThrough);
+        // Repeating keys at the probe: combine for good.
+        let mut g = Gate::try_new(GateConfig { fixed_probe: true, ..cfg(10_000) }).unwrap();
+        g.observe_unsketched(10_000);
+        assert_eq!(g.probe(1_000), Decision::Keep);
+        g.observe_unsketched(10_000);
+        assert_eq!(g.probe(20_000), Decision::Keep);
+        assert_eq!(g.mode(), Mode::Aggregate);
     }
 
     #[test]

@@ -149,6 +149,12 @@ impl AdaptiveAggregateStream {
                     acc.update_batch(&values, &self.group_ids, None, total)?;
                 }
                 timer.done();
+                if self.gate.probe(self.group_values.len()) == Decision::ToPassThrough {
+                    self.metrics.switches_to_pass_through.add(1);
+                    self.metrics.pass_through_at_row.set(self.gate.rows_seen());
+                    self.emit_state()?;
+                    return Ok(());
+                }
                 let want = self.state_bytes();
                 if self.reservation.try_resize(want).is_err() {
                     // A partial aggregate may always flush: emit what we have rather than fail.

@@ -149,6 +149,13 @@ object EmberConf {
     "Test knob: native partial aggregates pass every row through from the first one (no combining)."
   )
 
+  val AGG_ADAPTIVE_FIXED_PROBE: Entry[Boolean] = bool(
+    "spark.ember.aggregate.adaptivePartial.fixedProbe.enabled",
+    default = false,
+    "Benchmark baseline: decide as DataFusion and Velox do instead of with sketches — after `minRows` rows, " +
+      "stop combining for good when the exact group count shows a reduction below `minReduction`."
+  )
+
   val AGG_NATIVE_SIDES: Entry[String] = string(
     "spark.ember.aggregate.nativeSides",
     default = "both",

@@ -210,6 +210,7 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       .setMinReduction(EmberConf.AGG_ADAPTIVE_MIN_REDUCTION.get(conf))
       .setPrecision(EmberConf.AGG_ADAPTIVE_PRECISION.get(conf).toInt)
       .setForcePassThrough(EmberConf.AGG_ADAPTIVE_FORCE_PASS_THROUGH.get(conf))
+      .setFixedProbe(EmberConf.AGG_ADAPTIVE_FIXED_PROBE.get(conf))
       .build()
 
   /**
