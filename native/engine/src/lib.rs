@@ -7,5 +7,6 @@ pub mod expressions;
 pub mod memory;
 pub mod operators;
 pub mod planner;
+pub mod unsafe_row;
 
 pub use ember_proto as proto;

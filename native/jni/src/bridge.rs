@@ -128,6 +128,8 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowEmberException {
 /// The plan and what it needs alive while it runs.
 struct PlanHandle {
     plan: NativePlan,
+    /// `nextRows`' buffer, kept between batches so that its capacity is reused.
+    rows: Vec<u8>,
 }
 
 fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
@@ -184,7 +186,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
         let plan = NativePlan::try_new(&bytes, inputs, broker)?;
-        Ok(Box::into_raw(Box::new(PlanHandle { plan })) as jlong)
+        Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new() })) as jlong)
     })
     .resolve::<ThrowEmberException>()
 }
@@ -217,6 +219,40 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
                     std::ptr::write(schema_addr as *mut FFI_ArrowSchema, schema);
                 }
                 Ok(rows)
+            }
+        }
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// The next batch as Spark `UnsafeRow`s (`ember_engine::unsafe_row`: each row preceded by its size), in a new
+/// Java byte array; null at the end. Spark's row operators read the rows in place, with no per-value call
+/// through Arrow Java.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_nextRows<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+) -> JByteArray<'l> {
+    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
+        let h = handle(ptr)?;
+        match h.plan.next_batch()? {
+            None => Ok(JByteArray::null()),
+            Some(batch) => {
+                h.rows.clear();
+                ember_engine::unsafe_row::write_rows(&batch, &mut h.rows)?;
+                if h.rows.len() > i32::MAX as usize {
+                    return Err(BridgeError::Invalid(format!(
+                        "a batch of {} bytes of rows does not fit a Java array: lower spark.ember.batchSize",
+                        h.rows.len()
+                    )));
+                }
+                let out = env.byte_array_from_slice(&h.rows)?;
+                // Keep the buffer's capacity for the next batch, but not a huge one.
+                if h.rows.capacity() > 64 << 20 {
+                    h.rows = Vec::new();
+                }
+                Ok(out)
             }
         }
     })

@@ -171,6 +171,13 @@ object EmberConf {
       "`org.ember.EmberExplainInfo`."
   )
 
+  val NATIVE_COLUMNAR_TO_ROW: Entry[Boolean] = bool(
+    "spark.ember.exec.nativeColumnarToRow.enabled",
+    default = true,
+    "Where Spark needs rows from a native block, write them natively (Spark's UnsafeRow bytes, built in " +
+      "Rust) instead of reading each value through Arrow Java in Spark's ColumnarToRowExec."
+  )
+
   val BATCH_SIZE: Entry[Long] = long(
     "spark.ember.batchSize",
     default = 8192,

@@ -78,6 +78,12 @@ public final class NativeLib {
   public static native long nextBatch(long handle, long arrayAddress, long schemaAddress);
 
   /**
+   * The next batch as Spark UnsafeRows, each preceded by its size in bytes (a little-endian long); null at the
+   * end.
+   */
+  public static native byte[] nextRows(long handle);
+
+  /**
    * Per operator [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
    * [reserved bytes, peak reserved bytes].
    */

@@ -187,16 +187,25 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
 
 /**
  * After Spark inserted its transitions: an [[EmberInputExec]] reads rows itself (through Spark's Arrow
- * writer), so a `RowToColumnarExec` Spark put under it is removed.
+ * writer), so a `RowToColumnarExec` Spark put under it is removed; a `ColumnarToRowExec` over a native block
+ * becomes [[EmberColumnarToRowExec]] (rows written natively).
  */
 object EmberTransitionCleanup extends Rule[SparkPlan] {
-  override def apply(plan: SparkPlan): SparkPlan = plan.transformUp {
-    case in @ EmberInputExec(r: RowToColumnarExec) => in.copy(child = r.child)
-    // Spark 4.1's UnionExec keeps the partitioning it reports (partition i of every child → partition i) only
-    // on its row path (SQLPartitioningAwareUnionRDD); its columnar path concatenates partitions, so a parent
-    // that relied on the reported partitioning (an aggregate or join without a shuffle) would be wrong. Run
-    // such a union on rows.
-    case ColumnarToRowExec(u: UnionExec) if !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
-      u.withNewChildren(u.children.map(ColumnarToRowExec(_)))
+  override def apply(plan: SparkPlan): SparkPlan = {
+    val nativeRows = EmberConf.NATIVE_COLUMNAR_TO_ROW.get(plan.conf)
+    def toRows(child: SparkPlan): SparkPlan = child match {
+      case native: EmberExec if nativeRows => EmberColumnarToRowExec(native)
+      case other => ColumnarToRowExec(other)
+    }
+    plan.transformUp {
+      case in @ EmberInputExec(r: RowToColumnarExec) => in.copy(child = r.child)
+      // Spark 4.1's UnionExec keeps the partitioning it reports (partition i of every child → partition i) only
+      // on its row path (SQLPartitioningAwareUnionRDD); its columnar path concatenates partitions, so a parent
+      // that relied on the reported partitioning (an aggregate or join without a shuffle) would be wrong. Run
+      // such a union on rows.
+      case ColumnarToRowExec(u: UnionExec) if !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
+        u.withNewChildren(u.children.map(toRows))
+      case ColumnarToRowExec(native: EmberExec) if nativeRows => EmberColumnarToRowExec(native)
+    }
   }
 }

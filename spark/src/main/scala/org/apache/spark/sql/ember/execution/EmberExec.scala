@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.execution
 
 import scala.collection.mutable.ArrayBuffer
+import scala.reflect.ClassTag
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.rdd.RDD
@@ -189,7 +190,15 @@ object EmberBlock {
     )
   }
 
-  def execute(top: EmberExec): RDD[ColumnarBatch] = {
+  def execute(top: EmberExec): RDD[ColumnarBatch] = run(top)(identity)
+
+  /** The block's output as Spark `UnsafeRow`s, written natively (see [[EmberColumnarToRowExec]]). */
+  def executeRows(top: EmberExec, numOutputRows: SQLMetric): RDD[InternalRow] = {
+    val fields = top.output.size
+    run(top)(plan => new NativeRowIterator(plan, fields, numOutputRows))
+  }
+
+  private def run[T: ClassTag](top: EmberExec)(output: NativePlanIterator => Iterator[T]): RDD[T] = {
     val built = build(top)
     val planBytes = built.plan.toByteArray
     val metrics = built.nodes.map(_.metrics)
@@ -201,11 +210,11 @@ object EmberBlock {
         in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
       else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
-    def run(inputs: Seq[InputIterator]): Iterator[ColumnarBatch] =
-      new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics)
+    def start(inputs: Seq[InputIterator]): Iterator[T] =
+      output(new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics))
     rdds match {
-      case Seq(one) => one.mapPartitionsInternal(it => run(Seq(it.next())))
-      case Seq(a, b) => a.zipPartitions(b)((x, y) => run(Seq(x.next(), y.next())))
+      case Seq(one) => one.mapPartitionsInternal(it => start(Seq(it.next())))
+      case Seq(a, b) => a.zipPartitions(b)((x, y) => start(Seq(x.next(), y.next())))
       case other =>
         throw new IllegalStateException(s"native plans with ${other.size} inputs are not supported")
     }

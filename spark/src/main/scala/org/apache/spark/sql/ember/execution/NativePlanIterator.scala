@@ -6,12 +6,15 @@ import org.apache.arrow.c.{ArrowArray, ArrowArrayStream, ArrowSchema, Data}
 import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.ember.EmberErrors
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.ArrowUtils
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+import org.apache.spark.unsafe.Platform
 import org.ember.jni.{EmberNativeException, EmberSparkError, NativeLib}
 import org.ember.proto
 
@@ -113,6 +116,20 @@ class NativePlanIterator(
     }
   }
 
+  /**
+   * Instead of [[next]]: the next batch as Spark `UnsafeRow`s written natively, each preceded by its size (a
+   * little-endian long); null at the end. Use one or the other for a plan, not both.
+   */
+  def nextRowBuffer(): Array[Byte] = {
+    if (finished) return null
+    val buffer = guarded(NativeLib.nextRows(handle))
+    if (buffer == null) {
+      finished = true
+      close()
+    }
+    buffer
+  }
+
   override def next(): ColumnarBatch = {
     if (!hasNext) throw new NoSuchElementException("end of native output")
     val b = pending
@@ -185,4 +202,36 @@ object NativePlanIterator {
 
   /** Tasks whose Arrow allocator still held buffers at close (a bug; tests assert 0). */
   val arrowLeaks = new java.util.concurrent.atomic.AtomicLong(0)
+}
+
+/**
+ * A native plan's output as `UnsafeRow`s pointing into the byte arrays of [[NativePlanIterator.nextRowBuffer]]
+ * (on the JVM heap: a row a consumer holds on to stays valid memory). One row object, re-pointed for every row,
+ * as Spark's own `ColumnarToRowExec` does.
+ */
+class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows: SQLMetric)
+    extends Iterator[InternalRow] {
+  private val row = new UnsafeRow(numFields)
+  private var buffer: Array[Byte] = _
+  private var position = 0
+  private var done = false
+
+  override def hasNext: Boolean = {
+    while (!done && (buffer == null || position >= buffer.length)) {
+      buffer = plan.nextRowBuffer()
+      position = 0
+      if (buffer == null) done = true
+    }
+    !done
+  }
+
+  override def next(): InternalRow = {
+    if (!hasNext) throw new NoSuchElementException("end of native output")
+    val at = Platform.BYTE_ARRAY_OFFSET + position
+    val size = Platform.getLong(buffer, at).toInt
+    row.pointTo(buffer, at + 8, size)
+    position += 8 + size
+    numOutputRows += 1
+    row
+  }
 }

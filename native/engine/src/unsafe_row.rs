@@ -1,0 +1,396 @@
+//! Arrow batches → Spark `UnsafeRow`s, byte for byte what Spark's own `ColumnarToRowExec` (through
+//! `GenerateUnsafeProjection` and `UnsafeRowWriter`) writes for the same values, so that a native plan's output
+//! reaches Spark's row operators without a per-value read through Arrow Java.
+//!
+//! A row: a null bitset of ⌈fields / 64⌉ words, one 8-byte slot per field, then the variable-length region.
+//! Fixed-width values sit in the low bytes of their slot (little-endian), the rest zero; a null field has its
+//! bit set and a zero slot. Strings and binaries go to the variable-length region, zero-padded to whole words,
+//! with `(offset << 32) | length` in the slot (offset from the row's start). Decimals of precision ≤ 18 are
+//! their unscaled `long`; wider ones always take 16 bytes of the variable-length region, null or not (Spark keeps
+//! the space so that the value can be updated in place), holding Java's `BigInteger.toByteArray()` of the
+//! unscaled value; a null one keeps its offset with length 0.
+//!
+//! The output buffer holds the rows one after another, each preceded by its size as a little-endian `u64`.
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, GenericByteArray, GenericByteViewArray, PrimitiveArray,
+};
+use arrow::datatypes::{
+    ByteArrayType, ByteViewType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
+    Int8Type, TimeUnit, TimestampMicrosecondType,
+};
+use arrow::record_batch::RecordBatch;
+use datafusion_common::{exec_err, Result};
+
+/// Can rows of this type be written (the types a native plan outputs)?
+pub fn supported(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Null
+            | DataType::Boolean
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Timestamp(TimeUnit::Microsecond, _)
+            | DataType::Decimal128(_, _)
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+    )
+}
+
+/// Digits an unscaled `long` holds: wider decimals are variable-length (`Decimal.MAX_LONG_DIGITS`).
+const MAX_LONG_DIGITS: u8 = 18;
+
+fn round_to_word(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// The bytes of a string or binary column's value `i` (None when null).
+trait Bytes {
+    fn bytes_at(&self, i: usize) -> Option<&[u8]>;
+}
+
+impl<T: ByteArrayType> Bytes for GenericByteArray<T> {
+    fn bytes_at(&self, i: usize) -> Option<&[u8]> {
+        self.is_valid(i).then(|| self.value(i).as_ref())
+    }
+}
+
+impl<T: ByteViewType + ?Sized> Bytes for GenericByteViewArray<T> {
+    fn bytes_at(&self, i: usize) -> Option<&[u8]> {
+        self.is_valid(i).then(|| self.value(i).as_ref())
+    }
+}
+
+fn bytes_of(a: &ArrayRef) -> Option<&dyn Bytes> {
+    Some(match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>() as &dyn Bytes,
+        DataType::LargeUtf8 => a.as_string::<i64>(),
+        DataType::Utf8View => a.as_string_view(),
+        DataType::Binary => a.as_binary::<i32>(),
+        DataType::LargeBinary => a.as_binary::<i64>(),
+        DataType::BinaryView => a.as_binary_view(),
+        _ => return None,
+    })
+}
+
+/// A wide decimal's unscaled value as Java's `BigInteger.toByteArray()`: big-endian two's complement in the
+/// fewest bytes that keep the sign.
+fn java_big_integer_bytes(v: i128) -> ([u8; 16], usize) {
+    let magnitude_bits = 128 - if v < 0 { (!v).leading_zeros() } else { v.leading_zeros() } as usize;
+    let len = magnitude_bits / 8 + 1;
+    (v.to_be_bytes(), len)
+}
+
+/// Is `v` representable with `precision` digits (`Decimal.changePrecision` fails otherwise and Spark writes
+/// null)?
+fn fits(v: i128, precision: u8) -> bool {
+    let bound = 10i128.pow(precision as u32);
+    v > -bound && v < bound
+}
+
+/// Appends the batch's rows to `out` (each preceded by its size); returns the number of rows written.
+pub fn write_rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<usize> {
+    let rows = batch.num_rows();
+    let columns = batch.columns();
+    let fields = columns.len();
+    let bitset = fields.div_ceil(64) * 8;
+    let fixed = bitset + 8 * fields;
+    for c in columns {
+        if !supported(c.data_type()) {
+            return exec_err!("no UnsafeRow encoding for Arrow type {}", c.data_type());
+        }
+    }
+
+    // Row sizes: the fixed part plus, column by column, each variable-length value's words.
+    let mut sizes = vec![fixed; rows];
+    for c in columns {
+        if let Some(b) = bytes_of(c) {
+            for (i, size) in sizes.iter_mut().enumerate() {
+                if let Some(v) = b.bytes_at(i) {
+                    *size += round_to_word(v.len());
+                }
+            }
+        } else if let DataType::Decimal128(p, _) = c.data_type() {
+            if *p > MAX_LONG_DIGITS {
+                sizes.iter_mut().for_each(|s| *s += 16);
+            }
+        }
+    }
+    if let Some(s) = sizes.iter().find(|s| **s > i32::MAX as usize) {
+        return exec_err!("a row of {s} bytes is larger than an UnsafeRow can be");
+    }
+    // Where each row starts in `out` (after its size word).
+    let base = out.len();
+    let mut starts = Vec::with_capacity(rows);
+    let mut end = base;
+    for s in &sizes {
+        starts.push(end + 8);
+        end += 8 + s;
+    }
+    out.resize(end, 0);
+    for (start, s) in starts.iter().zip(&sizes) {
+        out[start - 8..*start].copy_from_slice(&(*s as u64).to_le_bytes());
+    }
+
+    let set_null = |out: &mut [u8], row: usize, field: usize| {
+        let word = starts[row] + (field / 64) * 8;
+        let mut w = u64::from_le_bytes(out[word..word + 8].try_into().unwrap());
+        w |= 1u64 << (field % 64);
+        out[word..word + 8].copy_from_slice(&w.to_le_bytes());
+    };
+    // The next free byte of each row's variable-length region, as an offset from the row's start.
+    let mut cursors = vec![fixed; rows];
+
+    for (f, c) in columns.iter().enumerate() {
+        let slot = |row: usize| starts[row] + bitset + 8 * f;
+        macro_rules! fixed_width {
+            ($t:ty, $bytes:expr) => {{
+                let a: &PrimitiveArray<$t> = c.as_primitive::<$t>();
+                if a.null_count() == 0 {
+                    for (i, v) in a.values().iter().enumerate() {
+                        let at = slot(i);
+                        out[at..at + $bytes].copy_from_slice(&v.to_le_bytes()[..$bytes]);
+                    }
+                } else {
+                    for i in 0..rows {
+                        if a.is_null(i) {
+                            set_null(out, i, f);
+                        } else {
+                            let at = slot(i);
+                            let v = a.value(i).to_le_bytes();
+                            out[at..at + $bytes].copy_from_slice(&v[..$bytes]);
+                        }
+                    }
+                }
+            }};
+        }
+        match c.data_type() {
+            DataType::Null => (0..rows).for_each(|i| set_null(out, i, f)),
+            DataType::Boolean => {
+                let a: &BooleanArray = c.as_boolean();
+                for i in 0..rows {
+                    if a.is_null(i) {
+                        set_null(out, i, f);
+                    } else {
+                        out[slot(i)] = a.value(i) as u8;
+                    }
+                }
+            }
+            DataType::Int8 => fixed_width!(Int8Type, 1),
+            DataType::Int16 => fixed_width!(Int16Type, 2),
+            DataType::Int32 => fixed_width!(Int32Type, 4),
+            DataType::Date32 => fixed_width!(Date32Type, 4),
+            DataType::Int64 => fixed_width!(Int64Type, 8),
+            DataType::Timestamp(_, _) => fixed_width!(TimestampMicrosecondType, 8),
+            // Raw bits: Spark's writer stores floats as they are (NaN payloads and -0.0 included).
+            DataType::Float32 => fixed_width!(Float32Type, 4),
+            DataType::Float64 => fixed_width!(Float64Type, 8),
+            DataType::Decimal128(p, _) if *p <= MAX_LONG_DIGITS => {
+                let a: &Decimal128Array = c.as_primitive();
+                for i in 0..rows {
+                    if a.is_null(i) || !fits(a.value(i), *p) {
+                        set_null(out, i, f);
+                    } else {
+                        let at = slot(i);
+                        out[at..at + 8].copy_from_slice(&(a.value(i) as i64).to_le_bytes());
+                    }
+                }
+            }
+            DataType::Decimal128(p, _) => {
+                let a: &Decimal128Array = c.as_primitive();
+                for i in 0..rows {
+                    let offset = cursors[i];
+                    let len = if a.is_null(i) || !fits(a.value(i), *p) {
+                        set_null(out, i, f);
+                        0
+                    } else {
+                        let (bytes, len) = java_big_integer_bytes(a.value(i));
+                        let at = starts[i] + offset;
+                        out[at..at + len].copy_from_slice(&bytes[16 - len..]);
+                        len
+                    };
+                    let at = slot(i);
+                    out[at..at + 8].copy_from_slice(&(((offset as u64) << 32) | len as u64).to_le_bytes());
+                    cursors[i] += 16;
+                }
+            }
+            _ => {
+                let b = bytes_of(c).expect("checked above");
+                for i in 0..rows {
+                    match b.bytes_at(i) {
+                        None => set_null(out, i, f),
+                        Some(v) => {
+                            let offset = cursors[i];
+                            let at = starts[i] + offset;
+                            out[at..at + v.len()].copy_from_slice(v);
+                            let s = slot(i);
+                            out[s..s + 8].copy_from_slice(&(((offset as u64) << 32) | v.len() as u64).to_le_bytes());
+                            cursors[i] += round_to_word(v.len());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{
+        BinaryArray, Date32Array, Float32Array, Float64Array, Int32Array, Int64Array, NullArray, StringArray,
+        StringViewArray, TimestampMicrosecondArray,
+    };
+    use arrow::datatypes::{Field, Schema};
+    use std::sync::Arc;
+
+    fn rows_of(batch: &RecordBatch) -> Vec<Vec<u8>> {
+        let mut out = vec![];
+        let n = write_rows(batch, &mut out).unwrap();
+        let mut rows = vec![];
+        let mut pos = 0;
+        while pos < out.len() {
+            let size = u64::from_le_bytes(out[pos..pos + 8].try_into().unwrap()) as usize;
+            assert_eq!(size % 8, 0, "rows are whole words");
+            rows.push(out[pos + 8..pos + 8 + size].to_vec());
+            pos += 8 + size;
+        }
+        assert_eq!(rows.len(), n);
+        rows
+    }
+
+    fn word(row: &[u8], i: usize) -> u64 {
+        u64::from_le_bytes(row[i * 8..i * 8 + 8].try_into().unwrap())
+    }
+
+    fn batch(columns: Vec<ArrayRef>) -> RecordBatch {
+        let fields: Vec<Field> =
+            columns.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true)).collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    }
+
+    #[test]
+    fn fixed_width_values_and_nulls() {
+        let b = batch(vec![
+            Arc::new(Int64Array::from(vec![Some(-1), None])),
+            Arc::new(Int32Array::from(vec![Some(-2), Some(7)])),
+            Arc::new(BooleanArray::from(vec![Some(true), None])),
+            Arc::new(Float64Array::from(vec![Some(-0.0), Some(f64::from_bits(0x7ff8_0000_0000_0001))])),
+            Arc::new(Float32Array::from(vec![Some(1.5f32), None])),
+            Arc::new(Date32Array::from(vec![Some(-719162), None])),
+            Arc::new(TimestampMicrosecondArray::from(vec![Some(i64::MIN), None]).with_timezone("UTC")),
+            Arc::new(NullArray::new(2)),
+        ]);
+        let rows = rows_of(&b);
+        // 8 fields: one bitset word + 8 slots.
+        assert_eq!(rows[0].len(), 72);
+        assert_eq!(word(&rows[0], 0), 1 << 7);
+        assert_eq!(word(&rows[0], 1), u64::MAX);
+        // An int keeps the slot's high bytes zero (Spark zeroes the slot, then writes 4 bytes).
+        assert_eq!(word(&rows[0], 2), (-2i32) as u32 as u64);
+        assert_eq!(word(&rows[0], 3), 1);
+        assert_eq!(word(&rows[0], 4), (-0.0f64).to_bits());
+        assert_eq!(word(&rows[0], 5), 1.5f32.to_bits() as u64);
+        assert_eq!(word(&rows[0], 6), (-719162i32) as u32 as u64);
+        assert_eq!(word(&rows[0], 7), i64::MIN as u64);
+        assert_eq!(word(&rows[0], 8), 0);
+        assert_eq!(word(&rows[1], 0), 0b1111_0101);
+        assert_eq!(word(&rows[1], 2), 7);
+        assert_eq!(word(&rows[1], 4), 0x7ff8_0000_0000_0001, "NaN payload kept");
+        for s in [1, 3, 5, 6, 7, 8] {
+            assert_eq!(word(&rows[1], s), 0, "null slot {s} is zero");
+        }
+    }
+
+    #[test]
+    fn strings_are_padded_words_in_field_order() {
+        let b = batch(vec![
+            Arc::new(StringArray::from(vec![Some("héllo, world"), None, Some("")])),
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(BinaryArray::from(vec![Some(&b"\x00\x01"[..]), Some(&b"abcdefgh"[..]), None])),
+            Arc::new(StringViewArray::from(vec![Some("a string longer than twelve bytes"), Some("x"), None])),
+        ]);
+        let rows = rows_of(&b);
+        let fixed = 8 + 4 * 8;
+        let r = &rows[0];
+        let s = "héllo, world".as_bytes();
+        assert_eq!(word(r, 1), ((fixed as u64) << 32) | s.len() as u64);
+        assert_eq!(&r[fixed..fixed + s.len()], s);
+        assert!(r[fixed + s.len()..fixed + 16].iter().all(|b| *b == 0), "padding is zero");
+        assert_eq!(word(r, 3), (((fixed + 16) as u64) << 32) | 2);
+        assert_eq!(word(r, 4), (((fixed + 24) as u64) << 32) | 33);
+        assert_eq!(r.len(), fixed + 16 + 8 + 40);
+        let r = &rows[1];
+        assert_eq!(word(r, 0), 1);
+        assert_eq!(word(r, 1), 0);
+        assert_eq!(word(r, 3), ((fixed as u64) << 32) | 8);
+        assert_eq!(r.len(), fixed + 8 + 8);
+        // An empty string: offset at the cursor, length 0, no words.
+        let r = &rows[2];
+        assert_eq!(word(r, 1), (fixed as u64) << 32);
+        assert_eq!(word(r, 0), 0b1100);
+        assert_eq!(r.len(), fixed);
+    }
+
+    #[test]
+    fn decimals_narrow_and_wide() {
+        let narrow = Decimal128Array::from(vec![Some(-12345), None, Some(10i128.pow(18))])
+            .with_precision_and_scale(18, 2)
+            .unwrap();
+        let wide = Decimal128Array::from(vec![Some(-1), Some(0), None]).with_precision_and_scale(38, 10).unwrap();
+        let wide2 = Decimal128Array::from(vec![Some(i128::from(i64::MAX) + 1), Some(255), Some(-129)])
+            .with_precision_and_scale(20, 0)
+            .unwrap();
+        let rows = rows_of(&batch(vec![Arc::new(narrow), Arc::new(wide), Arc::new(wide2)]));
+        let fixed = 8 + 3 * 8;
+        let r = &rows[0];
+        assert_eq!(word(r, 1), (-12345i64) as u64);
+        // BigInteger(-1).toByteArray() = [0xff]
+        assert_eq!(word(r, 2), ((fixed as u64) << 32) | 1);
+        assert_eq!(r[fixed], 0xff);
+        assert!(r[fixed + 1..fixed + 16].iter().all(|b| *b == 0));
+        // 2^63 = [0x00, 0x80, 0, 0, 0, 0, 0, 0, 0]
+        assert_eq!(word(r, 3), (((fixed + 16) as u64) << 32) | 9);
+        assert_eq!(&r[fixed + 16..fixed + 25], &[0, 0x80, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(r.len(), fixed + 32);
+        let r = &rows[1];
+        assert_eq!(word(r, 0), 0b1);
+        // BigInteger(0) = [0]; 255 = [0x00, 0xff]
+        assert_eq!(word(r, 2), ((fixed as u64) << 32) | 1);
+        assert_eq!(word(r, 3), (((fixed + 16) as u64) << 32) | 2);
+        assert_eq!(&r[fixed + 16..fixed + 18], &[0x00, 0xff]);
+        // A null wide decimal keeps its 16 bytes and its offset, length 0; a narrow value beyond its precision
+        // is null, as Decimal.changePrecision makes it.
+        let r = &rows[2];
+        assert_eq!(word(r, 0), 0b11);
+        assert_eq!(word(r, 1), 0);
+        assert_eq!(word(r, 2), (fixed as u64) << 32);
+        // -129 = [0xff, 0x7f]
+        assert_eq!(word(r, 3), (((fixed + 16) as u64) << 32) | 2);
+        assert_eq!(&r[fixed + 16..fixed + 18], &[0xff, 0x7f]);
+        assert_eq!(r.len(), fixed + 32);
+    }
+
+    #[test]
+    fn many_fields_and_empty_batches() {
+        let cols: Vec<ArrayRef> =
+            (0..70).map(|i| Arc::new(Int64Array::from(vec![None, Some(i)])) as ArrayRef).collect();
+        let rows = rows_of(&batch(cols));
+        assert_eq!(rows[0].len(), 16 + 70 * 8);
+        assert_eq!(word(&rows[0], 0), u64::MAX);
+        assert_eq!(word(&rows[0], 1), (1 << 6) - 1);
+        assert_eq!(word(&rows[1], 0), 0);
+        assert_eq!(word(&rows[1], 2 + 69), 69);
+        let empty = batch(vec![Arc::new(Int64Array::from(Vec::<i64>::new()))]);
+        assert!(rows_of(&empty).is_empty());
+    }
+}
