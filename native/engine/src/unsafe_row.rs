@@ -18,8 +18,16 @@ use arrow::datatypes::{
     ByteArrayType, ByteViewType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimeUnit, TimestampMicrosecondType,
 };
-use arrow::record_batch::RecordBatch;
-use datafusion_common::{exec_err, Result};
+use std::mem::size_of;
+use std::sync::Arc;
+
+use arrow::array::NullBufferBuilder;
+use arrow::array::{BinaryArray, NullArray, StringArray};
+use arrow::buffer::{BooleanBuffer, NullBuffer, OffsetBuffer};
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use datafusion_common::{exec_err, DataFusionError, Result};
 
 /// Can rows of this type be written (the types a native plan outputs)?
 pub fn supported(dt: &DataType) -> bool {
@@ -243,6 +251,170 @@ pub fn write_rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<usize> {
     Ok(rows)
 }
 
+/// The offset and size of every row in `bytes` (rows as [`write_rows`] lays them out).
+fn row_spans(bytes: &[u8]) -> Result<Vec<(usize, usize)>> {
+    let mut spans = vec![];
+    let mut pos = 0;
+    while pos < bytes.len() {
+        if pos + 8 > bytes.len() {
+            return exec_err!("truncated UnsafeRow buffer at byte {pos}");
+        }
+        let size = u64::from_le_bytes(bytes[pos..pos + 8].try_into().unwrap()) as usize;
+        if size % 8 != 0 || pos + 8 + size > bytes.len() {
+            return exec_err!("bad UnsafeRow size {size} at byte {pos} of {}", bytes.len());
+        }
+        spans.push((pos + 8, size));
+        pos += 8 + size;
+    }
+    Ok(spans)
+}
+
+/// Spark `UnsafeRow`s (each preceded by its size, as [`write_rows`] writes them) → one Arrow batch of `schema`:
+/// the inverse of [`write_rows`], for rows a Spark operator hands to a native plan.
+pub fn read_rows(bytes: &[u8], schema: &SchemaRef) -> Result<RecordBatch> {
+    let spans = row_spans(bytes)?;
+    let rows = spans.len();
+    let fields = schema.fields().len();
+    let bitset = fields.div_ceil(64) * 8;
+    for (start, size) in &spans {
+        if *size < bitset + 8 * fields {
+            return exec_err!("an UnsafeRow of {size} bytes at {start} is too short for {fields} fields");
+        }
+    }
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let is_null = |row: usize, f: usize| (word(spans[row].0 + (f / 64) * 8) >> (f % 64)) & 1 == 1;
+    let slot = |row: usize, f: usize| spans[row].0 + bitset + 8 * f;
+    // A variable-length value's bytes, checked against its row.
+    let var = |row: usize, f: usize| -> Result<&[u8]> {
+        let w = word(slot(row, f));
+        let (offset, len) = ((w >> 32) as usize, (w & 0xffff_ffff) as usize);
+        let (start, size) = spans[row];
+        if offset + len > size {
+            return exec_err!("UnsafeRow field {f} points outside its row ({offset} + {len} > {size})");
+        }
+        Ok(&bytes[start + offset..start + offset + len])
+    };
+    let nulls = |f: usize| -> Option<NullBuffer> {
+        let mut b = NullBufferBuilder::new(rows);
+        for r in 0..rows {
+            b.append(!is_null(r, f));
+        }
+        b.finish()
+    };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(fields);
+    for (f, field) in schema.fields().iter().enumerate() {
+        macro_rules! fixed_width {
+            ($t:ty, $native:ty) => {{
+                let values: Vec<$native> = (0..rows)
+                    .map(|r| {
+                        let at = slot(r, f);
+                        <$native>::from_le_bytes(bytes[at..at + size_of::<$native>()].try_into().unwrap())
+                    })
+                    .collect();
+                Arc::new(PrimitiveArray::<$t>::new(values.into(), nulls(f)).with_data_type(field.data_type().clone()))
+                    as ArrayRef
+            }};
+        }
+        let column: ArrayRef = match field.data_type() {
+            DataType::Null => Arc::new(NullArray::new(rows)),
+            DataType::Boolean => {
+                let values: BooleanBuffer = (0..rows).map(|r| bytes[slot(r, f)] != 0).collect();
+                Arc::new(BooleanArray::new(values, nulls(f)))
+            }
+            DataType::Int8 => fixed_width!(Int8Type, i8),
+            DataType::Int16 => fixed_width!(Int16Type, i16),
+            DataType::Int32 => fixed_width!(Int32Type, i32),
+            DataType::Date32 => fixed_width!(Date32Type, i32),
+            DataType::Int64 => fixed_width!(Int64Type, i64),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => fixed_width!(TimestampMicrosecondType, i64),
+            DataType::Float32 => fixed_width!(Float32Type, f32),
+            DataType::Float64 => fixed_width!(Float64Type, f64),
+            DataType::Decimal128(p, _) if *p <= MAX_LONG_DIGITS => {
+                let values: Vec<i128> = (0..rows).map(|r| word(slot(r, f)) as i64 as i128).collect();
+                Arc::new(Decimal128Array::new(values.into(), nulls(f)).with_data_type(field.data_type().clone()))
+            }
+            DataType::Decimal128(_, _) => {
+                let nulls = nulls(f);
+                let mut values = Vec::with_capacity(rows);
+                for r in 0..rows {
+                    if nulls.as_ref().is_some_and(|n| n.is_null(r)) {
+                        values.push(0);
+                        continue;
+                    }
+                    let b = var(r, f)?;
+                    if b.is_empty() || b.len() > 16 {
+                        return exec_err!("a decimal of {} bytes in an UnsafeRow", b.len());
+                    }
+                    // Big-endian two's complement, sign-extended.
+                    let mut full = if b[0] & 0x80 != 0 { [0xffu8; 16] } else { [0u8; 16] };
+                    full[16 - b.len()..].copy_from_slice(b);
+                    values.push(i128::from_be_bytes(full));
+                }
+                Arc::new(Decimal128Array::new(values.into(), nulls).with_data_type(field.data_type().clone()))
+            }
+            DataType::Utf8 | DataType::Binary => {
+                let nulls = nulls(f);
+                let mut offsets = Vec::with_capacity(rows + 1);
+                let mut data = Vec::new();
+                offsets.push(0i32);
+                for r in 0..rows {
+                    if !nulls.as_ref().is_some_and(|n| n.is_null(r)) {
+                        data.extend_from_slice(var(r, f)?);
+                    }
+                    if data.len() > i32::MAX as usize {
+                        return exec_err!("more than 2 GiB of strings in one batch: lower spark.ember.batchSize");
+                    }
+                    offsets.push(data.len() as i32);
+                }
+                let offsets = OffsetBuffer::new(offsets.into());
+                if field.data_type() == &DataType::Utf8 {
+                    // Spark's strings are bytes (UTF8String does not validate); the Arrow writer this replaces
+                    // did not validate either.
+                    Arc::new(unsafe { StringArray::new_unchecked(offsets, data.into(), nulls) })
+                } else {
+                    Arc::new(BinaryArray::new(offsets, data.into(), nulls))
+                }
+            }
+            other => return exec_err!("no UnsafeRow decoding for Arrow type {other}"),
+        };
+        columns.push(column);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
+}
+
+/// A Spark child's rows as Arrow batches: `next_rows` fetches the next buffer of `UnsafeRow`s (None at the
+/// end), which [`read_rows`] decodes.
+pub struct UnsafeRowReader<F> {
+    schema: SchemaRef,
+    next_rows: F,
+}
+
+impl<F: FnMut() -> Result<Option<Vec<u8>>>> UnsafeRowReader<F> {
+    pub fn new(schema: SchemaRef, next_rows: F) -> Self {
+        Self { schema, next_rows }
+    }
+}
+
+impl<F: FnMut() -> Result<Option<Vec<u8>>>> Iterator for UnsafeRowReader<F> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let to_arrow = |e: DataFusionError| ArrowError::ExternalError(Box::new(e));
+        match (self.next_rows)() {
+            Ok(None) => None,
+            Ok(Some(bytes)) => Some(read_rows(&bytes, &self.schema).map_err(to_arrow)),
+            Err(e) => Some(Err(to_arrow(e))),
+        }
+    }
+}
+
+impl<F: FnMut() -> Result<Option<Vec<u8>>>> RecordBatchReader for UnsafeRowReader<F> {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +564,66 @@ mod tests {
         assert_eq!(word(&rows[1], 2 + 69), 69);
         let empty = batch(vec![Arc::new(Int64Array::from(Vec::<i64>::new()))]);
         assert!(rows_of(&empty).is_empty());
+    }
+
+    #[test]
+    fn rows_read_back_as_the_same_batch() {
+        let n = 1000;
+        let pick = |i: usize| i % 7 != 3;
+        let wide = Decimal128Array::from_iter((0..n).map(|i| {
+            pick(i).then(|| match i % 5 {
+                0 => 10i128.pow(38) - 1,
+                1 => -(10i128.pow(38) - 1),
+                2 => 0,
+                _ => (i as i128 - 500) * 1_000_000_007_000_000_009,
+            })
+        }))
+        .with_precision_and_scale(38, 10)
+        .unwrap();
+        let narrow = Decimal128Array::from_iter((0..n).map(|i| pick(i + 1).then(|| i as i128 * 12345 - 99)))
+            .with_precision_and_scale(12, 2)
+            .unwrap();
+        let b = batch(vec![
+            Arc::new(Int64Array::from_iter((0..n).map(|i| pick(i).then_some(i as i64 * -7919)))),
+            Arc::new(BooleanArray::from_iter((0..n).map(|i| pick(i + 2).then_some(i % 3 == 0)))),
+            Arc::new(arrow::array::Int8Array::from_iter((0..n).map(|i| pick(i + 3).then_some(i as i8)))),
+            Arc::new(arrow::array::Int16Array::from_iter((0..n).map(|i| pick(i + 4).then_some(-(i as i16))))),
+            Arc::new(Int32Array::from_iter((0..n).map(|i| pick(i + 5).then_some(i as i32 - 500)))),
+            Arc::new(Float32Array::from_iter(
+                (0..n).map(|i| pick(i + 6).then_some(f32::from_bits((i as u32).wrapping_mul(2654435761)))),
+            )),
+            Arc::new(Float64Array::from_iter(
+                (0..n).map(|i| pick(i).then_some(f64::from_bits((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)))),
+            )),
+            Arc::new(narrow),
+            Arc::new(wide),
+            Arc::new(StringArray::from_iter((0..n).map(|i| pick(i + 1).then(|| "ü".repeat(i % 13))))),
+            Arc::new(BinaryArray::from_iter((0..n).map(|i| pick(i + 2).then(|| vec![i as u8; i % 17])))),
+            Arc::new(Date32Array::from_iter((0..n).map(|i| pick(i + 3).then_some(i as i32 * 97 - 719162)))),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter((0..n).map(|i| pick(i + 4).then_some(i as i64 * 1_000_003)))
+                    .with_timezone("America/Los_Angeles"),
+            ),
+            Arc::new(NullArray::new(n)),
+        ]);
+        let mut bytes = vec![];
+        write_rows(&b, &mut bytes).unwrap();
+        let back = read_rows(&bytes, &b.schema()).unwrap();
+        assert_eq!(back, b);
+        // Zero columns: only the row count crosses.
+        let none = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(5)),
+        )
+        .unwrap();
+        let mut bytes = vec![];
+        write_rows(&none, &mut bytes).unwrap();
+        assert_eq!(read_rows(&bytes, &none.schema()).unwrap().num_rows(), 5);
+        // Truncated or inconsistent buffers are errors, not panics.
+        assert!(read_rows(&bytes[..bytes.len() - 3], &none.schema()).is_err());
+        let mut bytes = vec![];
+        write_rows(&b, &mut bytes).unwrap();
+        assert!(read_rows(&bytes[..100], &b.schema()).is_err());
     }
 }

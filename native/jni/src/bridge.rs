@@ -9,10 +9,13 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
+use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
 use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString};
+use jni::refs::Global;
 use jni::sys::jlong;
-use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue};
+use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue, JavaVM};
+use prost::Message;
 
 use crate::logging;
 use crate::memory::JvmBroker;
@@ -156,14 +159,17 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// Builds a native plan over the task's input streams (addresses of exported `ArrowArrayStream`s, whose
-/// ownership moves here) with memory from `consumer`. Returns the plan handle.
+/// Builds a native plan over the task's inputs with memory from `consumer`. Input `i` is either an exported
+/// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
+/// not null, an object whose `byte[] nextRows()` returns the Spark child's next `UnsafeRow`s (null at the end),
+/// decoded here. Returns the plan handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     plan: JByteArray<'l>,
     input_streams: JLongArray<'l>,
+    row_sources: JObjectArray<'l>,
     consumer: JObject<'l>,
 ) -> jlong {
     env.with_env(|env| -> BridgeResult<jlong> {
@@ -171,8 +177,25 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         let n = input_streams.len(env)?;
         let mut addrs = vec![0i64; n];
         input_streams.get_region(env, 0, &mut addrs)?;
+        if row_sources.len(env)? != n {
+            return Err(BridgeError::Invalid("one row source (or null) per input stream expected".into()));
+        }
+        let proto = ember_engine::proto::Plan::decode(bytes.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable plan: {e}")))?;
+        let schemas = ember_engine::planner::input_schemas(&proto)?;
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
-        for addr in addrs {
+        for (i, addr) in addrs.into_iter().enumerate() {
+            let source = row_sources.get_element(env, i)?;
+            if !source.is_null() {
+                let schema = schemas
+                    .iter()
+                    .find(|(idx, _)| *idx == i)
+                    .map(|(_, s)| s.clone())
+                    .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+                let source = env.new_global_ref(&source)?;
+                inputs.push(Box::new(UnsafeRowReader::new(schema, move || next_rows(&source))));
+                continue;
+            }
             if addr == 0 {
                 return Err(BridgeError::Invalid("null input stream".into()));
             }
@@ -185,10 +208,35 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             return Err(BridgeError::Invalid("no memory consumer".into()));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::try_new(&bytes, inputs, broker)?;
+        let plan = NativePlan::from_proto(&proto, inputs, broker)?;
         Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new() })) as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread). A Java
+/// exception is cleared here — the source keeps it and the JVM side rethrows it — so that no JNI call runs
+/// with an exception pending.
+fn next_rows(source: &Global<JObject<'static>>) -> datafusion_common::Result<Option<Vec<u8>>> {
+    JavaVM::singleton()
+        .and_then(|vm| {
+            vm.attach_current_thread(|env| -> jni::errors::Result<Option<Vec<u8>>> {
+                // A local frame per call: a plan may pull thousands of buffers within one JNI call.
+                env.with_local_frame(4, |env| -> jni::errors::Result<Option<Vec<u8>>> {
+                    let result = env.call_method(source, jni_str!("nextRows"), jni_sig!("()[B"), &[]);
+                    if env.exception_check() {
+                        env.exception_clear();
+                        return Err(JniError::JavaException);
+                    }
+                    let array = JByteArray::cast_local(env, result?.l()?)?;
+                    if array.is_null() {
+                        return Ok(None);
+                    }
+                    Ok(Some(env.convert_byte_array(&array)?))
+                })
+            })
+        })
+        .map_err(|e| DataFusionError::External(format!("reading rows from Spark failed: {e}").into()))
 }
 
 /// Writes the next batch (as a struct array) into the JVM-allocated C structs; returns its row count, or -1

@@ -20,6 +20,20 @@ use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
 use crate::operators::{InputExec, PrefixWindowExec, SpillingHashJoinExec};
 
+/// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
+pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
+    fn walk(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {
+        if let Some(pb::operator::Kind::Input(input)) = &op.kind {
+            let schema = input.schema.as_ref().ok_or_else(|| plan_error("input without a schema"))?;
+            out.push((input.input_index as usize, Arc::new(types::to_arrow_schema(schema)?)));
+        }
+        op.children.iter().try_for_each(|c| walk(c, out))
+    }
+    let mut out = vec![];
+    walk(plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?, &mut out)?;
+    Ok(out)
+}
+
 /// Builds one native plan. Remembers, for every proto operator id, the DataFusion node that implements it,
 /// so metrics can be reported per Spark operator.
 pub struct Planner {

@@ -178,6 +178,13 @@ object EmberConf {
       "Rust) instead of reading each value through Arrow Java in Spark's ColumnarToRowExec."
   )
 
+  val NATIVE_ROW_TO_COLUMNAR: Entry[Boolean] = bool(
+    "spark.ember.exec.nativeRowToColumnar.enabled",
+    default = true,
+    "Hand a Spark child's rows to a native block as their UnsafeRow bytes, decoded into Arrow in Rust, " +
+      "instead of writing each value through Spark's ArrowWriter."
+  )
+
   val BATCH_SIZE: Entry[Long] = long(
     "spark.ember.batchSize",
     default = 8192,

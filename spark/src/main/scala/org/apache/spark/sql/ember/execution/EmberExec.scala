@@ -203,6 +203,7 @@ object EmberBlock {
     val planBytes = built.plan.toByteArray
     val metrics = built.nodes.map(_.metrics)
     val batchSize = EmberConf.BATCH_SIZE.get().toInt
+    val nativeRowInput = EmberConf.NATIVE_ROW_TO_COLUMNAR.get()
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
@@ -211,7 +212,7 @@ object EmberBlock {
       else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
     def start(inputs: Seq[InputIterator]): Iterator[T] =
-      output(new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics))
+      output(new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics, nativeRowInput))
     rdds match {
       case Seq(one) => one.mapPartitionsInternal(it => start(Seq(it.next())))
       case Seq(a, b) => a.zipPartitions(b)((x, y) => start(Seq(x.next(), y.next())))

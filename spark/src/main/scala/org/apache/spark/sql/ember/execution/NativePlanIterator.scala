@@ -7,7 +7,7 @@ import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.ember.EmberErrors
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -19,7 +19,8 @@ import org.ember.jni.{EmberNativeException, EmberSparkError, NativeLib}
 import org.ember.proto
 
 /**
- * Runs one native plan for one task: exports the task's inputs as Arrow C streams, creates the plan with a
+ * Runs one native plan for one task: hands over the task's inputs (rows as `UnsafeRow` bytes that the native
+ * side decodes, when `nativeRowInput`; otherwise Arrow C streams), creates the plan with a
  * memory consumer of this task, and pulls output batches (Arrow C data interface) one JNI call each. Closed
  * exactly once — at the end of the output, or by the task-completion listener when the task fails or is
  * killed — which frees the plan, its memory and its spill files, and reports metrics.
@@ -30,7 +31,8 @@ class NativePlanIterator(
     inputSchemas: Seq[StructType],
     timeZoneId: String,
     batchSize: Int,
-    metrics: Seq[Map[String, SQLMetric]]
+    metrics: Seq[Map[String, SQLMetric]],
+    nativeRowInput: Boolean
 ) extends Iterator[ColumnarBatch]
     with AutoCloseable
     with Logging {
@@ -38,13 +40,22 @@ class NativePlanIterator(
   private val context = TaskContext.get()
   private val allocator =
     ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
-  private val readers = inputs.zip(inputSchemas).map { case (in, schema) =>
-    new SparkArrowReader(in, schema, timeZoneId, batchSize, allocator)
+  // Per input: an UnsafeRow source (rows, decoded natively) or an Arrow reader exported as a C stream.
+  private val rowSources: Seq[UnsafeRowSource] = inputs.zip(inputSchemas).map {
+    case (InputIterator.Rows(rows), schema) if nativeRowInput => new UnsafeRowSource(rows, schema, batchSize)
+    case _ => null
   }
-  private val streams = readers.map { r =>
-    val s = ArrowArrayStream.allocateNew(allocator)
-    Data.exportArrayStream(allocator, r, s)
-    s
+  private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {
+    case (_, source) if source != null => null
+    case ((in, schema), _) => new SparkArrowReader(in, schema, timeZoneId, batchSize, allocator)
+  }
+  private val streams: Seq[ArrowArrayStream] = readers.map { r =>
+    if (r == null) null
+    else {
+      val s = ArrowArrayStream.allocateNew(allocator)
+      Data.exportArrayStream(allocator, r, s)
+      s
+    }
   }
   private val consumer = new NativeMemoryConsumer(context.taskMemoryManager())
   private var handle: Long = 0L
@@ -56,7 +67,12 @@ class NativePlanIterator(
   context.addTaskCompletionListener[Unit](_ => close())
   NativeLib.load()
   handle = guarded(
-    NativeLib.createPlan(withSpillDirs(planBytes), streams.map(_.memoryAddress()).toArray, consumer)
+    NativeLib.createPlan(
+      withSpillDirs(planBytes),
+      streams.map(s => if (s == null) 0L else s.memoryAddress()).toArray,
+      rowSources.toArray[AnyRef],
+      consumer
+    )
   )
 
   /** Spill files go to this executor's Spark local dirs, which only the executor knows. */
@@ -75,7 +91,8 @@ class NativePlanIterator(
     catch {
       case e: EmberSparkError => throw EmberErrors.toSparkException(e)
       case e: EmberNativeException =>
-        readers.map(_.failure).find(_ != null) match {
+        (readers.filter(_ != null).map(_.failure) ++ rowSources.filter(_ != null).map(_.failure))
+          .find(_ != null) match {
           case Some(childFailure) => throw childFailure
           case None => throw e
         }
@@ -179,14 +196,18 @@ class NativePlanIterator(
       NativeLib.closePlan(handle)
       handle = 0L
     }
-    streams.foreach(s =>
-      try s.close()
-      catch { case _: Throwable => }
-    )
-    readers.foreach(r =>
-      try r.close()
-      catch { case _: Throwable => }
-    )
+    streams
+      .filter(_ != null)
+      .foreach(s =>
+        try s.close()
+        catch { case _: Throwable => }
+      )
+    readers
+      .filter(_ != null)
+      .foreach(r =>
+        try r.close()
+        catch { case _: Throwable => }
+      )
     val leaked = consumer.releaseAll()
     if (leaked != 0) logError(s"Ember: native plan still held $leaked bytes after closing")
     try allocator.close()
@@ -234,4 +255,45 @@ class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows:
     numOutputRows += 1
     row
   }
+}
+
+/**
+ * A Spark child's rows for a native plan: `nextRows` packs up to `batchSize` of them as `UnsafeRow` bytes, each
+ * preceded by its size (a little-endian long), for the native side to decode into Arrow (called from native
+ * code, on the task thread). Rows that are not `UnsafeRow`s are projected to one first. A failure of the child
+ * is kept, so the task fails with the child's own exception.
+ */
+class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int) {
+  @volatile var failure: Throwable = _
+  private val context = TaskContext.get()
+  private lazy val toUnsafe = UnsafeProjection.create(schema)
+  private var buffer = new Array[Byte](1 << 16)
+
+  def nextRows(): Array[Byte] =
+    try {
+      if (context != null) context.killTaskIfInterrupted()
+      var length = 0
+      var n = 0
+      while (n < batchSize && rows.hasNext) {
+        val row = rows.next() match {
+          case u: UnsafeRow => u
+          case other => toUnsafe(other)
+        }
+        val size = row.getSizeInBytes
+        if (length + 8L + size > buffer.length) {
+          val grown = math.max(buffer.length.toLong * 2, length + 8L + size)
+          if (grown > Int.MaxValue - 16) throw new IllegalStateException("rows of one batch exceed 2 GiB")
+          buffer = java.util.Arrays.copyOf(buffer, grown.toInt)
+        }
+        Platform.putLong(buffer, Platform.BYTE_ARRAY_OFFSET + length, size.toLong)
+        row.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET + length + 8)
+        length += 8 + size
+        n += 1
+      }
+      if (n == 0) null else java.util.Arrays.copyOf(buffer, length)
+    } catch {
+      case t: Throwable =>
+        failure = t
+        throw t
+    }
 }

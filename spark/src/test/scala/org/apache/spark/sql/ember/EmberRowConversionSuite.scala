@@ -1,17 +1,20 @@
 package org.apache.spark.sql.ember
 
+import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.{ColumnarToRowExec, SparkPlan}
 import org.apache.spark.sql.functions._
+import org.apache.spark.unsafe.Platform
 
 /**
- * Native `UnsafeRow` writing ([[EmberColumnarToRowExec]]) against Spark's own `ColumnarToRowExec` over the same
- * native block: byte-identical rows for every type, with nulls, extremes, wide decimals and long strings.
+ * Rows out: native `UnsafeRow` writing ([[EmberColumnarToRowExec]]) against Spark's own `ColumnarToRowExec` over
+ * the same native block — byte-identical rows for every type, with nulls, extremes, wide decimals and long
+ * strings. Rows in: [[UnsafeRowSource]] (decoded natively; the decoding is tested against the writer in Rust).
  */
-class EmberColumnarToRowSuite extends EmberQueryTest {
+class EmberRowConversionSuite extends EmberQueryTest {
 
   private lazy val data: DataFrame = DataGen.table(spark, 3000).cache()
 
@@ -84,5 +87,48 @@ class EmberColumnarToRowSuite extends EmberQueryTest {
       assert(nativeTransitions(df).isEmpty)
       assert(executedNodes(df).exists(_.isInstanceOf[ColumnarToRowExec]))
     }
+  }
+
+  test("rows in: UnsafeRowSource packs UnsafeRows and projects other rows to the same bytes") {
+    val schema = DataGen.schema
+    val generic = DataGen.table(spark, 200).collect().toSeq.map { r =>
+      org.apache.spark.sql.catalyst.CatalystTypeConverters
+        .createToCatalystConverter(schema)(r)
+        .asInstanceOf[InternalRow]
+    }
+    val project = UnsafeProjection.create(schema)
+    val expected = generic.map(r => project(r).getBytes.toSeq)
+    for (rows <- Seq(generic, generic.map(r => project(r).copy()))) {
+      val source = new UnsafeRowSource(rows.iterator, schema, 64)
+      val packed = Iterator.continually(source.nextRows()).takeWhile(_ != null).toSeq
+      assert(packed.size == 4) // 64 + 64 + 64 + 8 rows
+      val unpacked = packed.flatMap { buf =>
+        val out = scala.collection.mutable.ArrayBuffer.empty[Seq[Byte]]
+        var pos = 0
+        while (pos < buf.length) {
+          val size = Platform.getLong(buf, Platform.BYTE_ARRAY_OFFSET + pos).toInt
+          out += buf.slice(pos + 8, pos + 8 + size).toSeq
+          pos += 8 + size
+        }
+        out
+      }
+      assert(unpacked == expected)
+    }
+  }
+
+  test("rows in: a failing Spark child fails the task with its own exception") {
+    // A typed map stays in Spark (row-based), under a native filter that pulls its rows.
+    val failing = spark
+      .range(0, 10000, 1, 2)
+      .map { (x: java.lang.Long) =>
+        if (x == 5000L) throw new IllegalStateException("boom from Spark")
+        x.longValue()
+      }(Encoders.scalaLong)
+      .toDF("id")
+    val e = intercept[Exception](failing.where(col("id") % 2 === 0).select((col("id") + 1).as("x")).collect())
+    assert(e.getMessage.contains("boom from Spark"), e.getMessage)
+    val plan = failing.where(col("id") % 2 === 0).queryExecution.executedPlan
+    assert(collectWithSubqueries(plan) { case f: EmberFilterExec => f }.nonEmpty, plan)
+    assertNoNativeMemoryHeld()
   }
 }
