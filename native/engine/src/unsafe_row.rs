@@ -260,7 +260,7 @@ fn row_spans(bytes: &[u8]) -> Result<Vec<(usize, usize)>> {
             return exec_err!("truncated UnsafeRow buffer at byte {pos}");
         }
         let size = u64::from_le_bytes(bytes[pos..pos + 8].try_into().unwrap()) as usize;
-        if size % 8 != 0 || pos + 8 + size > bytes.len() {
+        if !size.is_multiple_of(8) || pos + 8 + size > bytes.len() {
             return exec_err!("bad UnsafeRow size {size} at byte {pos} of {}", bytes.len());
         }
         spans.push((pos + 8, size));
@@ -432,7 +432,7 @@ mod tests {
         let mut pos = 0;
         while pos < out.len() {
             let size = u64::from_le_bytes(out[pos..pos + 8].try_into().unwrap()) as usize;
-            assert_eq!(size % 8, 0, "rows are whole words");
+            assert!(size.is_multiple_of(8), "rows are whole words");
             rows.push(out[pos + 8..pos + 8 + size].to_vec());
             pos += 8 + size;
         }
