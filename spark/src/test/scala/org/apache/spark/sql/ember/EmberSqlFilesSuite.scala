@@ -11,7 +11,7 @@ import org.apache.spark.sql.internal.SQLConf
  * `dev/spark-suites/sql-aggregate.txt` and `sql-window.txt`, run against their golden files with
  * `dev/run-spark-suites --sql-files NAME`). Those runs only compare answers; here the same shapes must also
  * run natively, so a silent fallback that made the golden-file runs pass trivially would show. Each query is
- * as in its file (the views too), with the file's ANSI mode.
+ * as in its file (the views too), with the file's ANSI mode; the rewrite rule's test also runs ANSI off.
  */
 class EmberSqlFilesSuite extends EmberQueryTest {
 
