@@ -53,6 +53,9 @@ pub fn supported(dt: &DataType) -> bool {
     )
 }
 
+/// Rows per tile of [`write_rows`] (a few hundred KiB of output rows at typical widths).
+const TILE_ROWS: usize = 512;
+
 /// Digits an unscaled `long` holds: wider decimals are variable-length (`Decimal.MAX_LONG_DIGITS`).
 const MAX_LONG_DIGITS: u8 = 18;
 
@@ -157,91 +160,98 @@ pub fn write_rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<usize> {
     // The next free byte of each row's variable-length region, as an offset from the row's start.
     let mut cursors = vec![fixed; rows];
 
-    for (f, c) in columns.iter().enumerate() {
-        let slot = |row: usize| starts[row] + bitset + 8 * f;
-        macro_rules! fixed_width {
-            ($t:ty, $bytes:expr) => {{
-                let a: &PrimitiveArray<$t> = c.as_primitive::<$t>();
-                if a.null_count() == 0 {
-                    for (i, v) in a.values().iter().enumerate() {
-                        let at = slot(i);
-                        out[at..at + $bytes].copy_from_slice(&v.to_le_bytes()[..$bytes]);
+    // Column by column within tiles of rows: each column is read sequentially, and a tile's rows stay in cache
+    // while its columns are written.
+    for tile_start in (0..rows).step_by(TILE_ROWS) {
+        let tile = tile_start..rows.min(tile_start + TILE_ROWS);
+        for (f, c) in columns.iter().enumerate() {
+            let slot = |row: usize| starts[row] + bitset + 8 * f;
+            macro_rules! fixed_width {
+                ($t:ty, $bytes:expr) => {{
+                    let a: &PrimitiveArray<$t> = c.as_primitive::<$t>();
+                    if a.null_count() == 0 {
+                        for i in tile.clone() {
+                            let v = a.values()[i];
+                            let at = slot(i);
+                            out[at..at + $bytes].copy_from_slice(&v.to_le_bytes()[..$bytes]);
+                        }
+                    } else {
+                        for i in tile.clone() {
+                            if a.is_null(i) {
+                                set_null(out, i, f);
+                            } else {
+                                let at = slot(i);
+                                let v = a.value(i).to_le_bytes();
+                                out[at..at + $bytes].copy_from_slice(&v[..$bytes]);
+                            }
+                        }
                     }
-                } else {
-                    for i in 0..rows {
+                }};
+            }
+            match c.data_type() {
+                DataType::Null => tile.clone().for_each(|i| set_null(out, i, f)),
+                DataType::Boolean => {
+                    let a: &BooleanArray = c.as_boolean();
+                    for i in tile.clone() {
                         if a.is_null(i) {
                             set_null(out, i, f);
                         } else {
-                            let at = slot(i);
-                            let v = a.value(i).to_le_bytes();
-                            out[at..at + $bytes].copy_from_slice(&v[..$bytes]);
+                            out[slot(i)] = a.value(i) as u8;
                         }
                     }
                 }
-            }};
-        }
-        match c.data_type() {
-            DataType::Null => (0..rows).for_each(|i| set_null(out, i, f)),
-            DataType::Boolean => {
-                let a: &BooleanArray = c.as_boolean();
-                for i in 0..rows {
-                    if a.is_null(i) {
-                        set_null(out, i, f);
-                    } else {
-                        out[slot(i)] = a.value(i) as u8;
+                DataType::Int8 => fixed_width!(Int8Type, 1),
+                DataType::Int16 => fixed_width!(Int16Type, 2),
+                DataType::Int32 => fixed_width!(Int32Type, 4),
+                DataType::Date32 => fixed_width!(Date32Type, 4),
+                DataType::Int64 => fixed_width!(Int64Type, 8),
+                DataType::Timestamp(_, _) => fixed_width!(TimestampMicrosecondType, 8),
+                // Raw bits: Spark's writer stores floats as they are (NaN payloads and -0.0 included).
+                DataType::Float32 => fixed_width!(Float32Type, 4),
+                DataType::Float64 => fixed_width!(Float64Type, 8),
+                DataType::Decimal128(p, _) if *p <= MAX_LONG_DIGITS => {
+                    let a: &Decimal128Array = c.as_primitive();
+                    for i in tile.clone() {
+                        if a.is_null(i) || !fits(a.value(i), *p) {
+                            set_null(out, i, f);
+                        } else {
+                            let at = slot(i);
+                            out[at..at + 8].copy_from_slice(&(a.value(i) as i64).to_le_bytes());
+                        }
                     }
                 }
-            }
-            DataType::Int8 => fixed_width!(Int8Type, 1),
-            DataType::Int16 => fixed_width!(Int16Type, 2),
-            DataType::Int32 => fixed_width!(Int32Type, 4),
-            DataType::Date32 => fixed_width!(Date32Type, 4),
-            DataType::Int64 => fixed_width!(Int64Type, 8),
-            DataType::Timestamp(_, _) => fixed_width!(TimestampMicrosecondType, 8),
-            // Raw bits: Spark's writer stores floats as they are (NaN payloads and -0.0 included).
-            DataType::Float32 => fixed_width!(Float32Type, 4),
-            DataType::Float64 => fixed_width!(Float64Type, 8),
-            DataType::Decimal128(p, _) if *p <= MAX_LONG_DIGITS => {
-                let a: &Decimal128Array = c.as_primitive();
-                for i in 0..rows {
-                    if a.is_null(i) || !fits(a.value(i), *p) {
-                        set_null(out, i, f);
-                    } else {
-                        let at = slot(i);
-                        out[at..at + 8].copy_from_slice(&(a.value(i) as i64).to_le_bytes());
-                    }
-                }
-            }
-            DataType::Decimal128(p, _) => {
-                let a: &Decimal128Array = c.as_primitive();
-                for i in 0..rows {
-                    let offset = cursors[i];
-                    let len = if a.is_null(i) || !fits(a.value(i), *p) {
-                        set_null(out, i, f);
-                        0
-                    } else {
-                        let (bytes, len) = java_big_integer_bytes(a.value(i));
-                        let at = starts[i] + offset;
-                        out[at..at + len].copy_from_slice(&bytes[16 - len..]);
-                        len
-                    };
-                    let at = slot(i);
-                    out[at..at + 8].copy_from_slice(&(((offset as u64) << 32) | len as u64).to_le_bytes());
-                    cursors[i] += 16;
-                }
-            }
-            _ => {
-                let b = bytes_of(c).expect("checked above");
-                for i in 0..rows {
-                    match b.bytes_at(i) {
-                        None => set_null(out, i, f),
-                        Some(v) => {
-                            let offset = cursors[i];
+                DataType::Decimal128(p, _) => {
+                    let a: &Decimal128Array = c.as_primitive();
+                    for i in tile.clone() {
+                        let offset = cursors[i];
+                        let len = if a.is_null(i) || !fits(a.value(i), *p) {
+                            set_null(out, i, f);
+                            0
+                        } else {
+                            let (bytes, len) = java_big_integer_bytes(a.value(i));
                             let at = starts[i] + offset;
-                            out[at..at + v.len()].copy_from_slice(v);
-                            let s = slot(i);
-                            out[s..s + 8].copy_from_slice(&(((offset as u64) << 32) | v.len() as u64).to_le_bytes());
-                            cursors[i] += round_to_word(v.len());
+                            out[at..at + len].copy_from_slice(&bytes[16 - len..]);
+                            len
+                        };
+                        let at = slot(i);
+                        out[at..at + 8].copy_from_slice(&(((offset as u64) << 32) | len as u64).to_le_bytes());
+                        cursors[i] += 16;
+                    }
+                }
+                _ => {
+                    let b = bytes_of(c).expect("checked above");
+                    for i in tile.clone() {
+                        match b.bytes_at(i) {
+                            None => set_null(out, i, f),
+                            Some(v) => {
+                                let offset = cursors[i];
+                                let at = starts[i] + offset;
+                                out[at..at + v.len()].copy_from_slice(v);
+                                let s = slot(i);
+                                out[s..s + 8]
+                                    .copy_from_slice(&(((offset as u64) << 32) | v.len() as u64).to_le_bytes());
+                                cursors[i] += round_to_word(v.len());
+                            }
                         }
                     }
                 }
