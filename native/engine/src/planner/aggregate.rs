@@ -33,6 +33,8 @@ use ember_proto as pb;
 use super::expr::create_expr;
 use super::types::{required_type, to_arrow_schema};
 use crate::error::plan_error;
+use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec};
+use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
 use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
 
@@ -56,7 +58,11 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         )?),
         pb::AggregateMode::Unspecified => return Err(plan_error("aggregate mode not set")),
     };
-    let functions = agg.functions.iter().map(|f| create_function(f, &raw_schema)).collect::<Result<Vec<_>>>()?;
+    // Spark checks a grouped aggregate's decimal sums at every add (its buffers live in `UnsafeRow`s), a global
+    // aggregate's only in its output (see `decimal_sum_avg`).
+    let grouped = !group_by.is_empty();
+    let functions =
+        agg.functions.iter().map(|f| create_function(f, &raw_schema, grouped)).collect::<Result<Vec<_>>>()?;
     let df_mode = match mode {
         pb::AggregateMode::Partial => {
             if !group_by.is_empty() {
@@ -110,7 +116,7 @@ pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
     }
 }
 
-fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<AggregateFunctionExpr>> {
+fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef, grouped: bool) -> Result<Arc<AggregateFunctionExpr>> {
     use pb::AggregateFunctionKind as K;
     let kind = K::try_from(f.kind).map_err(|_| plan_error("unknown aggregate function"))?;
     let mut args = f.args.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
@@ -131,6 +137,12 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
             expect_args(1)?;
             count_udaf()
         }
+        K::Sum | K::Avg
+            if matches!(args.first().map(|a| a.data_type(schema)).transpose()?, Some(DataType::Decimal128(..))) =>
+        {
+            expect_args(1)?;
+            decimal_sum_avg(f, kind == K::Avg, grouped)?
+        }
         K::Sum => {
             expect_args(1)?;
             let ansi = spark_eval_mode(f)?;
@@ -150,9 +162,8 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
         K::Min | K::Max => {
             expect_args(1)?;
             if args[0].data_type(schema)?.is_floating() {
-                return Err(plan_error(format!("{kind:?} of FLOAT/DOUBLE: -0.0 and 0.0 order differently")));
-            }
-            if kind == K::Min {
+                spark_float_min_max(kind == K::Max)
+            } else if kind == K::Min {
                 min_udaf()
             } else {
                 max_udaf()
@@ -203,6 +214,30 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
         )));
     }
     Ok(Arc::new(expr))
+}
+
+/// Spark's decimal `sum` / `avg`: the buffer's and the result's decimal types come from the proto.
+fn decimal_sum_avg(f: &pb::AggregateFunction, avg: bool, grouped: bool) -> Result<Arc<AggregateUDF>> {
+    let decimal = |t: DataType, what: &str| match t {
+        DataType::Decimal128(p, s) => Ok((p, s)),
+        t => Err(plan_error(format!("decimal {what} is {t}"))),
+    };
+    let (sum_precision, scale) = decimal(
+        required_type(&f.intermediate.first().ok_or_else(|| plan_error("decimal sum without a buffer"))?.r#type)?,
+        "sum buffer",
+    )?;
+    let (result_precision, result_scale) = decimal(required_type(&f.result_type)?, "result")?;
+    // `try_sum` / `try_avg` of decimals are LEGACY: overflow is NULL (Spark's TRY adds no TryEval for them).
+    let ansi = pb::EvalMode::try_from(f.eval_mode).map_err(|_| plan_error("unknown eval mode"))? == pb::EvalMode::Ansi;
+    Ok(spark_decimal_sum_avg(DecimalSumAvgSpec {
+        avg,
+        ansi,
+        bounded: grouped,
+        sum_precision,
+        scale,
+        result_precision,
+        result_scale,
+    }))
 }
 
 /// ANSI (true) or LEGACY (false); TRY (`try_sum`, `try_avg`) is not supported natively.

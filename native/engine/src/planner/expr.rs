@@ -136,6 +136,15 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?
         }
+        Kind::NormalizeFloat(n) => {
+            let c = child(&n.child, schema, "NormalizeNaNAndZero")?;
+            match c.data_type(schema)? {
+                arrow::datatypes::DataType::Float32 | arrow::datatypes::DataType::Float64 => {
+                    Arc::new(NormalizeFloatExpr::new(c))
+                }
+                t => return Err(plan_error(format!("NormalizeNaNAndZero of {t}"))),
+            }
+        }
         Kind::Cast(c) => {
             let mode = pb::EvalMode::try_from(c.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             let to = required_type(&c.to)?;
