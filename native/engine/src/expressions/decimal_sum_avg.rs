@@ -37,6 +37,10 @@ pub struct DecimalSumAvgSpec {
     pub ansi: bool,
     /// Every add checked against the sum's precision (grouped aggregates), or only the state output (global).
     pub bounded: bool,
+    /// The state output is checked (a NULL sum where it does not fit): Spark writes it into an `UnsafeRow` for
+    /// the exchange. Not when a global partial feeds its final in the same plan (no exchange between them, one
+    /// generated-code stage in Spark, which passes the unchecked sum on).
+    pub check_state: bool,
     /// The buffer sum's DECIMAL(precision, scale).
     pub sum_precision: u8,
     pub scale: i8,
@@ -48,7 +52,7 @@ pub struct DecimalSumAvgSpec {
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SparkDecimalSumAvg {
     signature: Signature,
-    spec: DecimalSumAvgSpec,
+    pub spec: DecimalSumAvgSpec,
 }
 
 pub fn spark_decimal_sum_avg(spec: DecimalSumAvgSpec) -> Arc<AggregateUDF> {
@@ -181,8 +185,12 @@ impl DecimalGroups {
         let sums = emit_to.take_needed(&mut self.sums);
         let nulls = emit_to.take_needed(&mut self.null_sum);
         let p = self.spec.sum_precision;
-        let valid: Vec<bool> = sums.iter().zip(&nulls).map(|(s, &n)| !n && fits(*s, p)).collect();
-        let values: Vec<i128> = sums.iter().zip(&valid).map(|(s, &v)| if v { s.as_i128() } else { 0 }).collect();
+        let check = self.spec.check_state;
+        let valid: Vec<bool> = sums.iter().zip(&nulls).map(|(s, &n)| !n && (!check || fits(*s, p))).collect();
+        // Unchecked: a sum beyond 128 bits is out of range for any result; keep it out of range, saturated.
+        let saturate =
+            |s: &i256| s.to_i128().unwrap_or(if s.is_negative() { -(10i128.pow(38)) } else { 10i128.pow(38) });
+        let values: Vec<i128> = sums.iter().zip(&valid).map(|(s, &v)| if v { saturate(s) } else { 0 }).collect();
         Arc::new(
             Decimal128Array::new(values.into(), Some(NullBuffer::from(valid)))
                 .with_precision_and_scale(p, self.spec.scale)
@@ -393,6 +401,7 @@ mod tests {
             avg,
             ansi,
             bounded,
+            check_state: true,
             sum_precision: 38,
             scale: 2,
             result_precision: 38,
@@ -437,6 +446,20 @@ mod tests {
         let mut a = g.clone();
         a.spec.ansi = true;
         let e = a.evaluate(EmitTo::All).unwrap_err();
+        assert_eq!(find_spark_error(&e).unwrap().error_class, "NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION");
+    }
+
+    #[test]
+    fn unchecked_state_passes_an_out_of_range_sum_on() {
+        let mut g = DecimalGroups::new(DecimalSumAvgSpec { check_state: false, ..spec(false, true, false) });
+        g.update_batch(&[dec(&[Some(BIG), Some(BIG / 2), Some(BIG), Some(BIG)])], &[0, 0, 1, 1], None, 2).unwrap();
+        let state = g.state(EmitTo::All).unwrap();
+        // 1.35e38 as it is; 1.8e38 (beyond 128 bits) saturated to 1e38, out of range all the same.
+        assert_eq!(out(&state[0]), vec![Some(BIG + BIG / 2), Some(10i128.pow(38))]);
+        let state = vec![state[0].slice(0, 1), state[1].slice(0, 1)];
+        let mut f = DecimalGroups::new(spec(false, true, false));
+        f.merge_batch(&state, &[0], 1).unwrap();
+        let e = f.evaluate(EmitTo::All).unwrap_err();
         assert_eq!(find_spark_error(&e).unwrap().error_class, "NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION");
     }
 

@@ -33,7 +33,7 @@ use ember_proto as pb;
 use super::expr::create_expr;
 use super::types::{required_type, to_arrow_schema};
 use crate::error::plan_error;
-use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec};
+use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec, SparkDecimalSumAvg};
 use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
 use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
@@ -75,6 +75,7 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         pb::AggregateMode::Final => AggregateMode::Final,
         pb::AggregateMode::Unspecified => unreachable!(),
     };
+    let input = if mode != pb::AggregateMode::Partial && !grouped { unchecked_global_partial(input)? } else { input };
     let filters = vec![None; functions.len()];
     let aggregate: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
         df_mode,
@@ -98,6 +99,45 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         .map(|(e, n)| Ok((create_expr(e, &schema)?, n.clone())))
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(ProjectionExec::try_new(exprs, aggregate)?))
+}
+
+/// A global merging aggregate right over its global partial (no exchange between them, as Spark plans a global
+/// aggregate over a single-partition input): Spark runs both in one generated-code stage, which hands the
+/// partial's decimal sums on without the `UnsafeRow` check, so the partial's must not check its state either.
+fn unchecked_global_partial(input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let Some(p) = input.downcast_ref::<AggregateExec>() else { return Ok(input) };
+    if *p.mode() != AggregateMode::Partial || !p.group_expr().is_empty() {
+        return Ok(input);
+    }
+    let mut changed = false;
+    let functions = p
+        .aggr_expr()
+        .iter()
+        .map(|f| match f.fun().inner().downcast_ref::<SparkDecimalSumAvg>() {
+            Some(d) => {
+                changed = true;
+                let udaf = spark_decimal_sum_avg(DecimalSumAvgSpec { check_state: false, ..d.spec });
+                Ok(Arc::new(
+                    AggregateExprBuilder::new(udaf, f.expressions())
+                        .schema(p.input_schema())
+                        .alias(f.name().to_string())
+                        .build()?,
+                ))
+            }
+            None => Ok(Arc::clone(f)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !changed {
+        return Ok(input);
+    }
+    Ok(Arc::new(AggregateExec::try_new(
+        AggregateMode::Partial,
+        p.group_expr().clone(),
+        functions,
+        p.filter_expr().to_vec(),
+        Arc::clone(p.input()),
+        p.input_schema(),
+    )?))
 }
 
 /// The gate's knobs from the proto; absent: a plain partial aggregate (gate off).
@@ -233,6 +273,7 @@ fn decimal_sum_avg(f: &pb::AggregateFunction, avg: bool, grouped: bool) -> Resul
         avg,
         ansi,
         bounded: grouped,
+        check_state: true,
         sum_precision,
         scale,
         result_precision,

@@ -138,6 +138,20 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test("global decimal sum over a union of single-partition inputs (SPARK-28067's shape): one row") {
+    // No exchange under the aggregate: the union reports its children's single partition, which it keeps
+    // only on its row path; the native aggregate must read it that way.
+    bothAnsiModes { _ =>
+      val d = lit(BigDecimal("10000000000000000000")).cast(DecimalType(38, 18)).as("d")
+      val u = spark.range(0, 1, 1, 1).select(d).union(spark.range(0, 11, 1, 1).select(d))
+      checkSame(u.agg(sum("d")))
+      checkSame(u.agg(avg("d")))
+      val small = spark.range(0, 1, 1, 1).select(d).union(spark.range(0, 3, 1, 1).select(d))
+      val df = checkSparkAnswerAndNative(small.agg(sum("d"), count(lit(1))), agg)
+      assert(df.collect().toSeq == Seq(Row(new java.math.BigDecimal("40000000000000000000.000000000000000000"), 4L)))
+    }
+  }
+
   test("decimal avg: Spark's result type, rounding HALF_UP, out of range for DECIMAL(38, s) inputs") {
     val rows = (1 to 40).map(i => (i % 7, bd(s"${i * 13}.${i % 10}1"))) ++
       Seq((8, bd("0.01")), (8, bd("0.01")), (8, bd("0.02")), (9, bd("-0.05")), (9, bd("0.00")))
