@@ -292,6 +292,11 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
           assert(nativeAggs(g).exists(_.aggregateExpressions.forall(_.mode.toString == "Partial")))
         }
         checkSparkAnswerAndNative(df.groupBy("f", "k").agg(count(lit(1))), agg)
+        // Two keys (DataFusion's multi-column group values do not fold -0.0 into 0.0 by themselves).
+        val two = df.withColumn("c", lit(7))
+        val g2 = checkSparkAnswerAndNative(two.groupBy("v", "c").agg(count(lit(1)), sum("k")), agg)
+        assert(g2.collect().length == 5, g2.collect().toSeq)
+        checkSparkAnswerAndNative(two.groupBy("c", "f").agg(count(lit(1)), max("k")), agg)
         checkSparkAnswerAndNative(df.groupBy("f").agg(max("v"), min("v"), count("v")), agg)
       }
     }
