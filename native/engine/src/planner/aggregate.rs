@@ -7,13 +7,16 @@
 //! - `count`: DataFusion's (`[count: Int64]`, as Spark's);
 //! - `sum` / `avg` of non-decimals: Ember's [`crate::expressions::sum_avg`] (Spark's `[sum]` and
 //!   `[sum: DOUBLE, count: BIGINT]` buffers, in-order adds, ANSI overflow for BIGINT sums);
-//! - `min` / `max`: DataFusion's (`[value]`), except over FLOAT/DOUBLE: DataFusion orders -0.0 below 0.0
-//!   where Spark's `greatest`/`least` keep the first of the two (rejected: the JVM falls back);
+//! - `sum` / `avg` of decimals (every eval mode; TRY is LEGACY for them): Ember's
+//!   [`crate::expressions::decimal_sum_avg`] (`[sum, isEmpty]` / `[sum, count]`, overflow to NULL checked at
+//!   every add when grouped, at the state output of a global partial that goes through an exchange);
+//! - `min` / `max`: DataFusion's (`[value]`), except over FLOAT/DOUBLE: Ember's
+//!   [`crate::expressions::float_min_max`] (Spark's NaN order, the first of tied -0.0 / 0.0 kept);
 //! - `first` / `last`: DataFusion's (`[value, is_set]`, Spark's `[first|last, valueSet]`) with Spark's
 //!   ignore-nulls rule.
 //!
-//! Rejected (the JVM mirrors these in `AggregateSerde` and falls back): decimal `sum`/`avg` (Spark's
-//! `isEmpty` flag and overflow-to-NULL), TRY mode, FLOAT/DOUBLE `min`/`max`.
+//! Rejected (the JVM mirrors these in `AggregateSerde` and falls back): `try_sum` / `try_avg` of
+//! non-decimals.
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, SchemaRef};

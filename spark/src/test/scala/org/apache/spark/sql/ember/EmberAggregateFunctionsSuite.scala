@@ -37,9 +37,16 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
 
   private val sides = Seq("both", "partial", "final")
 
-  private def decimals(rows: Seq[(Int, java.math.BigDecimal)], dt: DecimalType, partitions: Int): DataFrame = {
+  private def decimals(
+      rows: Seq[(Int, java.math.BigDecimal)],
+      dt: DecimalType,
+      partitions: Int
+  ): DataFrame = {
     val schema = StructType(Seq(StructField("k", IntegerType), StructField("v", dt)))
-    spark.createDataFrame(spark.sparkContext.parallelize(rows.map { case (k, v) => Row(k, v) }, partitions), schema)
+    spark.createDataFrame(
+      spark.sparkContext.parallelize(rows.map { case (k, v) => Row(k, v) }, partitions),
+      schema
+    )
   }
 
   private def bd(s: String) = new java.math.BigDecimal(s)
@@ -87,7 +94,9 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
     }
   }
 
-  test("decimal sum overflow of p+10 digits: NULL in LEGACY, ARITHMETIC_OVERFLOW in ANSI; empty groups NULL") {
+  test(
+    "decimal sum overflow of p+10 digits: NULL in LEGACY, ARITHMETIC_OVERFLOW in ANSI; empty groups NULL"
+  ) {
     val max38 = bd("9" * 38)
     val rows = Seq(
       (1, max38),
@@ -122,7 +131,9 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
     }
   }
 
-  test("decimal sums: an overflow in the middle of a group (grouped: NULL for good; global: Spark's own rule)") {
+  test(
+    "decimal sums: an overflow in the middle of a group (grouped: NULL for good; global: Spark's own rule)"
+  ) {
     // 9e37 + 9e37 overflows 38 digits; - 9e37 would bring it back.
     val big = bd("9" + "0" * 37)
     val rows = Seq((1, big), (1, big), (1, big.negate()), (2, big), (2, big.negate()), (2, big))
@@ -148,7 +159,11 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
       checkSame(u.agg(avg("d")))
       val small = spark.range(0, 1, 1, 1).select(d).union(spark.range(0, 3, 1, 1).select(d))
       val df = checkSparkAnswerAndNative(small.agg(sum("d"), count(lit(1))), agg)
-      assert(df.collect().toSeq == Seq(Row(new java.math.BigDecimal("40000000000000000000.000000000000000000"), 4L)))
+      assert(
+        df.collect().toSeq == Seq(
+          Row(new java.math.BigDecimal("40000000000000000000.000000000000000000"), 4L)
+        )
+      )
     }
   }
 
@@ -178,11 +193,13 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
       "spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled" -> "true",
       "spark.sql.ansi.enabled" -> "false"
     ) {
-      val df = checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("dec38"), avg("dec38"), count(lit(1))), agg)
+      val df =
+        checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("dec38"), avg("dec38"), count(lit(1))), agg)
       val passed = nativeAggs(df).map(_.metrics("rows_passed_through").value).sum
       assert(passed == 0)
       // Functions that may pass through, beside a decimal sum: nothing passes through either.
-      val mixed = checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("dec"), max("f64"), count(lit(1))), agg)
+      val mixed =
+        checkSparkAnswerAndNative(data.groupBy("i8").agg(sum("dec"), max("f64"), count(lit(1))), agg)
       assert(nativeAggs(mixed).map(_.metrics("rows_passed_through").value).sum == 0)
     }
     bothAnsiModes { _ =>
@@ -200,7 +217,10 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
 
   private def doubles(rows: Seq[(Int, java.lang.Double)], partitions: Int): DataFrame = {
     val schema = StructType(Seq(StructField("k", IntegerType), StructField("v", DoubleType)))
-    spark.createDataFrame(spark.sparkContext.parallelize(rows.map { case (k, v) => Row(k, v) }, partitions), schema)
+    spark.createDataFrame(
+      spark.sparkContext.parallelize(rows.map { case (k, v) => Row(k, v) }, partitions),
+      schema
+    )
   }
 
   /** Groups whose answers depend on Spark's exact order: ties of zeros keep the first, NaN is the largest. */
@@ -249,7 +269,12 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
     val df = doubles(orderRows, 1)
     val q = () => df.groupBy("k").agg(min("v").as("mn"), max("v").as("mx")).orderBy("k")
     def bits(rows: Seq[Row]) = rows.map(r =>
-      (r.getInt(0), Seq(1, 2).map(i => if (r.isNullAt(i)) None else Some(java.lang.Double.doubleToRawLongBits(r.getDouble(i)))))
+      (
+        r.getInt(0),
+        Seq(1, 2).map(i =>
+          if (r.isNullAt(i)) None else Some(java.lang.Double.doubleToRawLongBits(r.getDouble(i)))
+        )
+      )
     )
     val expected = bits(withEmber(enabled = false)(q().collect().toSeq))
     val actual = withEmber(enabled = true) {
@@ -280,8 +305,19 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
 
   test("FLOAT / DOUBLE grouping keys: all NaNs one group, -0.0 and 0.0 one group, partial aggregate native") {
     val keyRows: Seq[(Int, java.lang.Double)] =
-      Seq[java.lang.Double](Double.NaN, negNaN, payloadNaN, -0.0, 0.0, 0.0, -0.0, 1.5, null, Double.PositiveInfinity, null)
-        .zipWithIndex
+      Seq[java.lang.Double](
+        Double.NaN,
+        negNaN,
+        payloadNaN,
+        -0.0,
+        0.0,
+        0.0,
+        -0.0,
+        1.5,
+        null,
+        Double.PositiveInfinity,
+        null
+      ).zipWithIndex
         .map { case (v, i) => (i, v) }
     for (partitions <- Seq(1, 3); side <- sides) {
       withSQLConf("spark.ember.aggregate.nativeSides" -> side) {

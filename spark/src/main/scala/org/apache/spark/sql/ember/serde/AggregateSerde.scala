@@ -14,8 +14,8 @@ import org.ember.proto
  * `HashAggregateExec` / `ObjectHashAggregateExec` → proto `Aggregate`, in Partial, PartialMerge or Final mode
  * (one mode for all its functions). Mirrors what `native/engine/src/planner/aggregate.rs` implements exactly:
  * `count`, `sum` and `avg` (of non-decimals not in TRY mode; of decimals in every mode), `min`/`max` of every
- * orderable type (FLOAT/DOUBLE with Spark's NaN and -0.0 order), `first`/`last`. The intermediate columns are Spark's `aggBufferAttributes`, so native and Spark partial and
- * final aggregates can feed each other.
+ * orderable type (FLOAT/DOUBLE with Spark's NaN and -0.0 order), `first`/`last`. The intermediate columns are
+ * Spark's `aggBufferAttributes`, so native and Spark partial and final aggregates can feed each other.
  */
 object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_AGGREGATE
