@@ -3,6 +3,8 @@
 pub mod arithmetic;
 pub mod cast;
 pub mod coalesce;
+pub mod decimal_sum_avg;
+pub mod float_min_max;
 pub mod logical;
 pub mod mode;
 pub mod normalize;

@@ -7,13 +7,16 @@
 //! - `count`: DataFusion's (`[count: Int64]`, as Spark's);
 //! - `sum` / `avg` of non-decimals: Ember's [`crate::expressions::sum_avg`] (Spark's `[sum]` and
 //!   `[sum: DOUBLE, count: BIGINT]` buffers, in-order adds, ANSI overflow for BIGINT sums);
-//! - `min` / `max`: DataFusion's (`[value]`), except over FLOAT/DOUBLE: DataFusion orders -0.0 below 0.0
-//!   where Spark's `greatest`/`least` keep the first of the two (rejected: the JVM falls back);
+//! - `sum` / `avg` of decimals (every eval mode; TRY is LEGACY for them): Ember's
+//!   [`crate::expressions::decimal_sum_avg`] (`[sum, isEmpty]` / `[sum, count]`, overflow to NULL checked at
+//!   every add when grouped, at the state output of a global partial that goes through an exchange);
+//! - `min` / `max`: DataFusion's (`[value]`), except over FLOAT/DOUBLE: Ember's
+//!   [`crate::expressions::float_min_max`] (Spark's NaN order, the first of tied -0.0 / 0.0 kept);
 //! - `first` / `last`: DataFusion's (`[value, is_set]`, Spark's `[first|last, valueSet]`) with Spark's
 //!   ignore-nulls rule.
 //!
-//! Rejected (the JVM mirrors these in `AggregateSerde` and falls back): decimal `sum`/`avg` (Spark's
-//! `isEmpty` flag and overflow-to-NULL), TRY mode, FLOAT/DOUBLE `min`/`max`.
+//! Rejected (the JVM mirrors these in `AggregateSerde` and falls back): `try_sum` / `try_avg` of
+//! non-decimals.
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, SchemaRef};
@@ -33,6 +36,8 @@ use ember_proto as pb;
 use super::expr::create_expr;
 use super::types::{required_type, to_arrow_schema};
 use crate::error::plan_error;
+use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec, SparkDecimalSumAvg};
+use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
 use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
 
@@ -56,7 +61,11 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         )?),
         pb::AggregateMode::Unspecified => return Err(plan_error("aggregate mode not set")),
     };
-    let functions = agg.functions.iter().map(|f| create_function(f, &raw_schema)).collect::<Result<Vec<_>>>()?;
+    // Spark checks a grouped aggregate's decimal sums at every add (its buffers live in `UnsafeRow`s), a global
+    // aggregate's only in its output (see `decimal_sum_avg`).
+    let grouped = !group_by.is_empty();
+    let functions =
+        agg.functions.iter().map(|f| create_function(f, &raw_schema, grouped)).collect::<Result<Vec<_>>>()?;
     let df_mode = match mode {
         pb::AggregateMode::Partial => {
             if !group_by.is_empty() {
@@ -69,6 +78,7 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         pb::AggregateMode::Final => AggregateMode::Final,
         pb::AggregateMode::Unspecified => unreachable!(),
     };
+    let input = if mode != pb::AggregateMode::Partial && !grouped { unchecked_global_partial(input)? } else { input };
     let filters = vec![None; functions.len()];
     let aggregate: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
         df_mode,
@@ -94,6 +104,45 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
     Ok(Arc::new(ProjectionExec::try_new(exprs, aggregate)?))
 }
 
+/// A global merging aggregate right over its global partial (no exchange between them, as Spark plans a global
+/// aggregate over a single-partition input): Spark runs both in one generated-code stage, which hands the
+/// partial's decimal sums on without the `UnsafeRow` check, so the partial's must not check its state either.
+fn unchecked_global_partial(input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let Some(p) = input.downcast_ref::<AggregateExec>() else { return Ok(input) };
+    if *p.mode() != AggregateMode::Partial || !p.group_expr().is_empty() {
+        return Ok(input);
+    }
+    let mut changed = false;
+    let functions = p
+        .aggr_expr()
+        .iter()
+        .map(|f| match f.fun().inner().downcast_ref::<SparkDecimalSumAvg>() {
+            Some(d) => {
+                changed = true;
+                let udaf = spark_decimal_sum_avg(DecimalSumAvgSpec { check_state: false, ..d.spec });
+                Ok(Arc::new(
+                    AggregateExprBuilder::new(udaf, f.expressions())
+                        .schema(p.input_schema())
+                        .alias(f.name().to_string())
+                        .build()?,
+                ))
+            }
+            None => Ok(Arc::clone(f)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !changed {
+        return Ok(input);
+    }
+    Ok(Arc::new(AggregateExec::try_new(
+        AggregateMode::Partial,
+        p.group_expr().clone(),
+        functions,
+        p.filter_expr().to_vec(),
+        Arc::clone(p.input()),
+        p.input_schema(),
+    )?))
+}
+
 /// The gate's knobs from the proto; absent: a plain partial aggregate (gate off).
 pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
     let d = GateConfig::default();
@@ -111,7 +160,7 @@ pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
     }
 }
 
-fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<AggregateFunctionExpr>> {
+fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef, grouped: bool) -> Result<Arc<AggregateFunctionExpr>> {
     use pb::AggregateFunctionKind as K;
     let kind = K::try_from(f.kind).map_err(|_| plan_error("unknown aggregate function"))?;
     let mut args = f.args.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
@@ -132,6 +181,12 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
             expect_args(1)?;
             count_udaf()
         }
+        K::Sum | K::Avg
+            if matches!(args.first().map(|a| a.data_type(schema)).transpose()?, Some(DataType::Decimal128(..))) =>
+        {
+            expect_args(1)?;
+            decimal_sum_avg(f, kind == K::Avg, grouped)?
+        }
         K::Sum => {
             expect_args(1)?;
             let ansi = spark_eval_mode(f)?;
@@ -151,9 +206,8 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
         K::Min | K::Max => {
             expect_args(1)?;
             if args[0].data_type(schema)?.is_floating() {
-                return Err(plan_error(format!("{kind:?} of FLOAT/DOUBLE: -0.0 and 0.0 order differently")));
-            }
-            if kind == K::Min {
+                spark_float_min_max(kind == K::Max)
+            } else if kind == K::Min {
                 min_udaf()
             } else {
                 max_udaf()
@@ -204,6 +258,31 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef) -> Result<Arc<
         )));
     }
     Ok(Arc::new(expr))
+}
+
+/// Spark's decimal `sum` / `avg`: the buffer's and the result's decimal types come from the proto.
+fn decimal_sum_avg(f: &pb::AggregateFunction, avg: bool, grouped: bool) -> Result<Arc<AggregateUDF>> {
+    let decimal = |t: DataType, what: &str| match t {
+        DataType::Decimal128(p, s) => Ok((p, s)),
+        t => Err(plan_error(format!("decimal {what} is {t}"))),
+    };
+    let (sum_precision, scale) = decimal(
+        required_type(&f.intermediate.first().ok_or_else(|| plan_error("decimal sum without a buffer"))?.r#type)?,
+        "sum buffer",
+    )?;
+    let (result_precision, result_scale) = decimal(required_type(&f.result_type)?, "result")?;
+    // `try_sum` / `try_avg` of decimals are LEGACY: overflow is NULL (Spark's TRY adds no TryEval for them).
+    let ansi = pb::EvalMode::try_from(f.eval_mode).map_err(|_| plan_error("unknown eval mode"))? == pb::EvalMode::Ansi;
+    Ok(spark_decimal_sum_avg(DecimalSumAvgSpec {
+        avg,
+        ansi,
+        bounded: grouped,
+        check_state: true,
+        sum_precision,
+        scale,
+        result_precision,
+        result_scale,
+    }))
 }
 
 /// ANSI (true) or LEGACY (false); TRY (`try_sum`, `try_avg`) is not supported natively.

@@ -136,6 +136,15 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?
         }
+        Kind::NormalizeFloat(n) => {
+            let c = child(&n.child, schema, "NormalizeNaNAndZero")?;
+            match c.data_type(schema)? {
+                arrow::datatypes::DataType::Float32 | arrow::datatypes::DataType::Float64 => {
+                    Arc::new(NormalizeFloatExpr::new(c))
+                }
+                t => return Err(plan_error(format!("NormalizeNaNAndZero of {t}"))),
+            }
+        }
         Kind::Cast(c) => {
             let mode = pb::EvalMode::try_from(c.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             let to = required_type(&c.to)?;
@@ -156,5 +165,38 @@ fn check_type(e: &PhysicalExprRef, t: &arrow::datatypes::DataType, schema: &Sche
         Ok(())
     } else {
         Err(plan_error(format!("{what} is {actual}, expected {t}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray, Float64Array};
+    use arrow::datatypes::{DataType, Field, Float64Type};
+    use arrow::record_batch::RecordBatch;
+
+    #[test]
+    fn normalize_float_folds_zeros_and_nans() {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Float64, true)]));
+        let column = pb::Expr {
+            kind: Some(pb::expr::Kind::Column(pb::ColumnRef {
+                index: 0,
+                r#type: Some(pb::DataType { id: pb::TypeId::Float64 as i32, ..Default::default() }),
+                nullable: true,
+            })),
+        };
+        let e = pb::Expr {
+            kind: Some(pb::expr::Kind::NormalizeFloat(Box::new(pb::NormalizeFloat { child: Some(Box::new(column)) }))),
+        };
+        let expr = create_expr(&e, &schema).unwrap();
+        let neg_nan = f64::from_bits(0xfff8_0000_0000_0001);
+        let input = Float64Array::from(vec![Some(-0.0), Some(neg_nan), None, Some(1.5)]);
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(input)]).unwrap();
+        let out = expr.evaluate(&batch).unwrap().into_array(4).unwrap();
+        let out = out.as_primitive::<Float64Type>();
+        assert_eq!(out.value(0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(out.value(1).to_bits(), f64::NAN.to_bits());
+        assert!(out.is_null(2));
+        assert_eq!(out.value(3), 1.5);
     }
 }

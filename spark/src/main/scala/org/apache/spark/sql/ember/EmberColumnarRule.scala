@@ -205,6 +205,10 @@ object EmberTransitionCleanup extends Rule[SparkPlan] {
       // such a union on rows.
       case ColumnarToRowExec(u: UnionExec) if !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
         u.withNewChildren(u.children.map(toRows))
+      // The same union read by a native block (a native aggregate without an exchange under it).
+      case in @ EmberInputExec(u: UnionExec)
+          if u.supportsColumnar && !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
+        in.copy(child = u.withNewChildren(u.children.map(toRows)))
       case ColumnarToRowExec(native: EmberExec) if nativeRows => EmberColumnarToRowExec(native)
     }
   }

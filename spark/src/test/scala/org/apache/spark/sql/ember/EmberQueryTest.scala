@@ -161,7 +161,11 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
         s"Spark raised $sparkClass, Ember raised: $emberError"
       )
     }
-    assertNoNativeMemoryHeld()
+    // A failed job does not wait for its other running tasks: give them time to end and close their plans.
+    org.scalatest.concurrent.Eventually.eventually(
+      org.scalatest.concurrent.PatienceConfiguration
+        .Timeout(org.scalatest.time.Span(60, org.scalatest.time.Seconds))
+    )(assertNoNativeMemoryHeld())
     sparkClass
   }
 

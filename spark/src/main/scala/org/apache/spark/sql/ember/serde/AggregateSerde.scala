@@ -13,9 +13,9 @@ import org.ember.proto
 /**
  * `HashAggregateExec` / `ObjectHashAggregateExec` → proto `Aggregate`, in Partial, PartialMerge or Final mode
  * (one mode for all its functions). Mirrors what `native/engine/src/planner/aggregate.rs` implements exactly:
- * `count`, `sum` and `avg` of non-decimals (not TRY), `min`/`max` of every orderable type but FLOAT/DOUBLE,
- * `first`/`last`. The intermediate columns are Spark's `aggBufferAttributes`, so native and Spark partial and
- * final aggregates can feed each other.
+ * `count`, `sum` and `avg` (of non-decimals not in TRY mode; of decimals in every mode), `min`/`max` of every
+ * orderable type (FLOAT/DOUBLE with Spark's NaN and -0.0 order), `first`/`last`. The intermediate columns are
+ * Spark's `aggBufferAttributes`, so native and Spark partial and final aggregates can feed each other.
  */
 object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_AGGREGATE
@@ -43,13 +43,13 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       case Count(_) => Left("count of several expressions is not supported natively")
       case s: Sum if numeric(s.child.dataType) => notTry(s.evalContext.evalMode, AGGREGATE_FUNCTION_KIND_SUM)
       case a: Average if numeric(a.child.dataType) => notTry(a.evalMode, AGGREGATE_FUNCTION_KIND_AVG)
+      // Decimals: TRY is LEGACY for them (overflow is NULL either way), so every mode runs natively.
+      case s: Sum if s.child.dataType.isInstanceOf[DecimalType] => Right(AGGREGATE_FUNCTION_KIND_SUM)
+      case a: Average if a.child.dataType.isInstanceOf[DecimalType] => Right(AGGREGATE_FUNCTION_KIND_AVG)
       case _: Sum | _: Average =>
         Left(s"${f.prettyName} of ${f.children.head.dataType.simpleString} is not supported natively")
       case m @ (_: Min | _: Max) =>
         m.children.head.dataType match {
-          case FloatType | DoubleType =>
-            // Spark's greatest/least keep the first of -0.0 and 0.0; DataFusion orders -0.0 first.
-            Left(s"${m.prettyName} of ${m.children.head.dataType.simpleString} is not supported natively")
           case dt if ExprSerde.orderable(dt) =>
             Right(if (m.isInstanceOf[Min]) AGGREGATE_FUNCTION_KIND_MIN else AGGREGATE_FUNCTION_KIND_MAX)
           case dt => Left(s"${m.prettyName} of ${dt.simpleString} is not supported natively")
@@ -193,11 +193,12 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
   /**
    * Passing rows through changes how the final aggregate associates additions: (a + b) + (c + d) becomes
    * ((a + b) + c) + d across tasks. Exact for counts, min/max, first/last and wrapping integer sums; not for
-   * floating-point sums and averages (the last bits differ), which therefore always combine.
+   * floating-point sums and averages (the last bits differ) nor decimal ones (whether an intermediate sum
+   * overflows to NULL depends on the association), which therefore always combine.
    */
   private def gateKeepsAnswer(aggs: Seq[AggregateExpression]): Boolean =
     !aggs.map(_.aggregateFunction).exists {
-      case s: Sum => s.dataType == DoubleType
+      case s: Sum => s.dataType == DoubleType || s.dataType.isInstanceOf[DecimalType]
       case _: Average => true
       case _ => false
     }

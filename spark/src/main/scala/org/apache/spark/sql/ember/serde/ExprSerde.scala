@@ -3,6 +3,7 @@ package org.apache.spark.sql.ember.serde
 import java.math.BigInteger
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -164,6 +165,11 @@ object ExprSerde {
             )
           )
         }
+
+      // Spark's normalized float grouping / join keys (NormalizeFloatingNumbers): the tag is only a marker.
+      case KnownFloatingPointNormalized(child) => rec(child)
+      case NormalizeNaNAndZero(child) =>
+        rec(child).map(c => wrap(_.setNormalizeFloat(proto.NormalizeFloat.newBuilder().setChild(c))))
 
       case c: Cast =>
         val zone = c.timeZoneId.getOrElse(tz)
