@@ -9,6 +9,7 @@ pub mod logical;
 pub mod mode;
 pub mod normalize;
 pub mod sum_avg;
+pub mod unscaled;
 
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -17,3 +18,4 @@ pub use coalesce::CoalesceExpr;
 pub use logical::{LazyLogicalExpr, LogicalOp};
 pub use mode::Mode;
 pub use normalize::NormalizeFloatExpr;
+pub use unscaled::{MakeDecimalExpr, UnscaledValueExpr};

@@ -12,7 +12,9 @@ use ember_proto as pb;
 
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
-use crate::expressions::{arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, NormalizeFloatExpr};
+use crate::expressions::{
+    arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, NormalizeFloatExpr, UnscaledValueExpr,
+};
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
 
@@ -135,6 +137,25 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
         Kind::UnaryMinus(u) => {
             let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?
+        }
+        Kind::UnscaledValue(u) => {
+            let c = child(&u.child, schema, "UnscaledValue")?;
+            match c.data_type(schema)? {
+                arrow::datatypes::DataType::Decimal128(p, _) if p <= 18 => Arc::new(UnscaledValueExpr::new(c)),
+                t => return Err(plan_error(format!("UnscaledValue of {t}"))),
+            }
+        }
+        Kind::MakeDecimal(m) => {
+            let c = child(&m.child, schema, "MakeDecimal")?;
+            if c.data_type(schema)? != arrow::datatypes::DataType::Int64 || !(1..=38).contains(&m.precision) {
+                return Err(plan_error(format!(
+                    "MakeDecimal({}, {}) of {}",
+                    m.precision,
+                    m.scale,
+                    c.data_type(schema)?
+                )));
+            }
+            Arc::new(MakeDecimalExpr::new(c, m.precision as u8, m.scale as i8, m.null_on_overflow))
         }
         Kind::NormalizeFloat(n) => {
             let c = child(&n.child, schema, "NormalizeNaNAndZero")?;

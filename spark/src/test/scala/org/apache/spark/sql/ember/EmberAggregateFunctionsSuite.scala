@@ -167,6 +167,40 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test(
+    "small decimals (Spark's UnscaledValue / MakeDecimal rewrite): sum and avg native, every side, both ANSI"
+  ) {
+    // DecimalAggregates: sum of DECIMAL(p <= 8) becomes MakeDecimal(sum(UnscaledValue(x)), p + 10, s), avg of
+    // DECIMAL(p <= 11) a double average of the unscaled values cast back to DECIMAL(p + 4, s + 4).
+    val small = when(abs(col("dec")) < 100000, col("dec")) // fits both casts below, also under ANSI
+    val df = data.select(
+      col("i8"),
+      small.cast(DecimalType(8, 2)).as("d8"),
+      (col("i8") / 7).cast(DecimalType(5, 3)).as("d5"),
+      small.cast(DecimalType(11, 4)).as("d11")
+    )
+    val sums = Seq(sum("d8"), sum("d5"), count(lit(1)))
+    // The averages' final step casts a double to DECIMAL, which stays in Spark on JDK < 19 (docs/compatibility.md):
+    // there only their partial aggregate is native.
+    val avgs = Seq(avg("d8"), avg("d5"), avg("d11"))
+    for (side <- sides; ansi <- Seq("true", "false")) {
+      withSQLConf("spark.ember.aggregate.nativeSides" -> side, "spark.sql.ansi.enabled" -> ansi) {
+        val grouped = checkSparkAnswerAndNative(df.groupBy("i8").agg(sums.head, sums.tail: _*), agg)
+        assert(nativeAggs(grouped).size == (if (side == "both") 2 else 1))
+        assert(sparkAggs(grouped).size == (if (side == "both") 0 else 1))
+        checkSparkAnswerAndNative(df.agg(sums.head, sums.tail: _*), agg)
+        if (side != "final") {
+          checkSparkAnswerAndNative(df.groupBy("i8").agg(avgs.head, avgs.tail: _*), agg)
+          checkSparkAnswerAndNative(df.agg(avgs.head, avgs.tail: _*), agg)
+        }
+      }
+    }
+    withSQLConf("spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled" -> "true") {
+      val all = sums ++ avgs
+      checkSparkAnswerAndNative(df.groupBy("i8").agg(all.head, all.tail: _*), agg)
+    }
+  }
+
   test("decimal avg: Spark's result type, rounding HALF_UP, out of range for DECIMAL(38, s) inputs") {
     val rows = (1 to 40).map(i => (i % 7, bd(s"${i * 13}.${i % 10}1"))) ++
       Seq((8, bd("0.01")), (8, bd("0.01")), (8, bd("0.02")), (9, bd("-0.05")), (9, bd("0.00")))

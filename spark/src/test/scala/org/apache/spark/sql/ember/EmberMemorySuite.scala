@@ -3,15 +3,16 @@ package org.apache.spark.sql.ember
 import java.io.File
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.sql.ember.execution.EmberSortExec
+import org.apache.spark.sql.catalyst.expressions.aggregate.Partial
+import org.apache.spark.sql.ember.execution.{EmberHashAggregateExec, EmberSortExec}
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.functions._
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.time.SpanSugar._
 
 /**
- * Native memory comes from Spark's off-heap pool (here 32 MiB): a sort of ~10x that completes by spilling,
- * and a failed task leaves no reserved memory and no spill files.
+ * Native memory comes from Spark's off-heap pool (here 32 MiB): a sort of ~10x that completes by spilling, an
+ * aggregate of ~10x that completes, and a failed task leaves no reserved memory and no spill files.
  */
 class EmberMemorySuite extends EmberQueryTest {
 
@@ -62,6 +63,32 @@ class EmberMemorySuite extends EmberQueryTest {
       assert(sorts.nonEmpty, plan.toString)
       assert(sorts.map(_.metrics("spillCount").value).sum > 0, "the sort must have spilled")
       assert(sorts.map(_.metrics("peakMemory").value).max > 0, "peak reserved memory is reported")
+    }
+    assertNoNativeMemoryHeld()
+    assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+  }
+
+  test("an aggregate of ~10x the off-heap budget completes with Spark's totals; the partial emits early") {
+    val rows = 4000000L // 4M distinct keys: ~10x the 32 MiB budget as hash-table state, in partial and final
+    withEmber(enabled = true) {
+      withSQLConf("spark.ember.aggregate.adaptivePartial.enabled" -> "false") {
+        val df = bigTable(rows).groupBy("k").agg(sum("v").as("sv"), count(lit(1)).as("c"), max("s").as("ms"))
+        val totalsDf = df.agg(count(lit(1)), sum("sv"), sum("c"))
+        val totals = totalsDf.collect().head
+        assert(totals.getLong(0) == rows)
+        assert(totals.getLong(1) == rows * (rows - 1) / 2)
+        assert(totals.getLong(2) == rows)
+        val aggs = executedNodes(totalsDf).collect {
+          case a: EmberHashAggregateExec if a.groupingExpressions.nonEmpty => a
+        }
+        assert(aggs.size == 2, totalsDf.queryExecution.executedPlan)
+        val (partial, fin) = aggs.partition(_.aggregateExpressions.exists(_.mode == Partial))
+        assert(partial.map(_.metrics("memory_emits").value).sum > 0, "the partial must have emitted early")
+        // The final (DataFusion's AggregateExec) completes under the same budget; whether it spilled is not
+        // asserted: its spill count does not reach this node's metric yet (the node maps to the projection of
+        // the result expressions).
+        assert(fin.nonEmpty)
+      }
     }
     assertNoNativeMemoryHeld()
     assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")

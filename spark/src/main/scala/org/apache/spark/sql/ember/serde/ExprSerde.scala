@@ -168,6 +168,22 @@ object ExprSerde {
 
       // Spark's normalized float grouping / join keys (NormalizeFloatingNumbers): the tag is only a marker.
       case KnownFloatingPointNormalized(child) => rec(child)
+      // DecimalAggregates' rewrite of sum/avg over small decimals into long arithmetic.
+      case UnscaledValue(child) =>
+        rec(child).map(c => wrap(_.setUnscaledValue(proto.UnscaledValue.newBuilder().setChild(c))))
+      case m: MakeDecimal =>
+        rec(m.child).map(c =>
+          wrap(
+            _.setMakeDecimal(
+              proto.MakeDecimal
+                .newBuilder()
+                .setChild(c)
+                .setPrecision(m.precision)
+                .setScale(m.scale)
+                .setNullOnOverflow(m.nullOnOverflow)
+            )
+          )
+        )
       case NormalizeNaNAndZero(child) =>
         rec(child).map(c => wrap(_.setNormalizeFloat(proto.NormalizeFloat.newBuilder().setChild(c))))
 

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.ember.serde
 
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{Expression, KnownFloatingPointNormalized}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, BuildSide}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.ember.execution.{EmberInputExec, EmberSortExec}
@@ -17,9 +17,11 @@ import org.ember.proto
  *
  * Keys: Spark has already rewritten `a <=> b` keys into non-nullable `coalesce(a, default)` / `isnull(a)` pairs
  * (`ExtractEquiJoinKeys`), so every key pair is sent with `null_safe = false`: a null key never matches, as in
- * Spark's `HashJoin` (which skips rows with any null key). Floating-point keys fall back: Spark normalizes them
- * (`NormalizeNaNAndZero`), which has no native implementation yet. The condition is bound to left ++ right, as
- * the native operator expects, whatever the build side.
+ * Spark's `HashJoin` (which skips rows with any null key). Floating-point keys are native when Spark has
+ * normalized them (`KnownFloatingPointNormalized(NormalizeNaNAndZero(k))`, its `NormalizeFloatingNumbers` rule):
+ * the native side normalizes too (every NaN the canonical NaN, -0.0 → 0.0), and the join's key equality is
+ * Arrow's total order, under which those are equal exactly when Spark's keys are. The condition is bound to
+ * left ++ right, as the native operator expects, whatever the build side.
  */
 object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SHUFFLED_HASH_JOIN
@@ -46,9 +48,9 @@ object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
     case other => Left(s"join type ${other.sql} has no native implementation")
   }
 
-  /** Key types whose equality the native hash join decides exactly as Spark's `HashJoin` does. */
-  private def keyType(dt: DataType): Boolean = dt match {
-    case FloatType | DoubleType => false // Spark's keys are NormalizeNaNAndZero(...): not native yet
+  /** Keys whose equality the native hash join decides exactly as Spark's `HashJoin` does. */
+  private def nativeKey(k: Expression): Boolean = k.dataType match {
+    case FloatType | DoubleType => k.isInstanceOf[KnownFloatingPointNormalized]
     case other => ExprSerde.orderable(other)
   }
 
@@ -65,7 +67,9 @@ object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
     val badKey = leftKeys.zip(rightKeys).collectFirst {
       case (l, r) if l.dataType != r.dataType =>
         s"join keys of different types (${l.dataType.simpleString}, ${r.dataType.simpleString})"
-      case (l, _) if !keyType(l.dataType) => s"join key of type ${l.dataType.simpleString}"
+      case (l, r) if !nativeKey(l) || !nativeKey(r) =>
+        s"join key of type ${l.dataType.simpleString}" +
+          (if (ExprSerde.orderable(l.dataType)) " not normalized by Spark" else "")
     }
     for {
       _ <- if (leftKeys.isEmpty) Left("a hash join without equi-join keys") else Right(())
