@@ -18,7 +18,7 @@ import argparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from common import checksum, noop_write, table, timed
+from common import compare_configs
 
 CONFIGS = [
     ("vanilla Spark", {"spark.ember.enabled": "false"}),
@@ -80,27 +80,10 @@ def main():
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     print(f"rows={rows} partitions={args.partitions} repeat={args.repeat}\n", flush=True)
 
-    results = []
-    for shape in args.shapes.split(","):
-        sums = {}
-        base_wall = None
-        for name, conf in CONFIGS:
-            for k, v in conf.items():
-                spark.conf.set(k, v)
-            sums[name] = checksum(query(spark, shape, rows, args.partitions))
-            for r in range(args.repeat):
-                wall, cpu, shuffle, err = timed(spark, lambda: noop_write(query(spark, shape, rows, args.partitions)))
-                if base_wall is None:
-                    base_wall = wall
-                results.append(
-                    [shape, name, r, f"{wall:.2f}", f"{cpu:.2f}", f"{shuffle / 1e6:.1f}", f"{base_wall / wall:.2f}x",
-                     err or "ok"]
-                )
-        same = len(set(sums.values())) == 1
-        print(f"{shape}: rows identical across configurations: {same} ({sums})", flush=True)
-        if not same:
-            results.append([shape, "MISMATCH", "-", "-", "-", "-", "-", str(sums)])
-    table(["shape", "config", "run", "wall s", "JVM CPU s", "shuffle MB", "vs vanilla", "status"], results)
+    compare_configs(
+        spark, CONFIGS, args.shapes.split(","), lambda shape: query(spark, shape, rows, args.partitions), "shape",
+        args.repeat,
+    )
     spark.stop()
 
 

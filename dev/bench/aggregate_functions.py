@@ -15,7 +15,7 @@ import argparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from common import checksum, noop_write, table, timed
+from common import compare_configs
 
 CONFIGS = [
     ("vanilla Spark", {"spark.ember.enabled": "false"}),
@@ -70,27 +70,10 @@ def main():
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     print(f"rows={rows} partitions={args.partitions} repeat={args.repeat}\n", flush=True)
 
-    results = []
-    for name in args.queries.split(","):
-        sums = {}
-        base_wall = None
-        for config, conf in CONFIGS:
-            for k, v in conf.items():
-                spark.conf.set(k, v)
-            sums[config] = checksum(query(spark, name, rows, args.partitions))
-            for r in range(args.repeat):
-                wall, cpu, shuffle, err = timed(spark, lambda: noop_write(query(spark, name, rows, args.partitions)))
-                if base_wall is None:
-                    base_wall = wall
-                results.append(
-                    [name, config, r, f"{wall:.2f}", f"{cpu:.2f}", f"{shuffle / 1e6:.1f}", f"{base_wall / wall:.2f}x",
-                     err or "ok"]
-                )
-        same = len(set(sums.values())) == 1
-        print(f"{name}: rows identical across configurations: {same} ({sums})", flush=True)
-        if not same:
-            results.append([name, "MISMATCH", "-", "-", "-", "-", "-", str(sums)])
-    table(["query", "config", "run", "wall s", "JVM CPU s", "shuffle MB", "vs vanilla", "status"], results)
+    compare_configs(
+        spark, CONFIGS, args.queries.split(","), lambda name: query(spark, name, rows, args.partitions), "query",
+        args.repeat,
+    )
     spark.stop()
 
 

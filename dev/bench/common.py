@@ -102,6 +102,34 @@ def table(headers, rows):
     print(flush=True)
 
 
+def compare_configs(spark, configs, cases, make_query, case_label, repeat=1):
+    """For each case: runs make_query(case) under each (name, conf) of configs — a checksum of every output row,
+    then `repeat` timed runs into the no-op sink — and prints whether the rows were identical across the
+    configurations; then one table row per run (wall, JVM CPU, shuffle MB, speed relative to the case's first
+    run, which is the first configuration's)."""
+    results = []
+    for case in cases:
+        sums = {}
+        base_wall = None
+        for name, conf in configs:
+            for k, v in conf.items():
+                spark.conf.set(k, v)
+            sums[name] = checksum(make_query(case))
+            for r in range(repeat):
+                wall, cpu, shuffle, err = timed(spark, lambda: noop_write(make_query(case)))
+                if base_wall is None:
+                    base_wall = wall
+                results.append(
+                    [case, name, r, f"{wall:.2f}", f"{cpu:.2f}", f"{shuffle / 1e6:.1f}", f"{base_wall / wall:.2f}x",
+                     err or "ok"]
+                )
+        same = len(set(sums.values())) == 1
+        print(f"{case}: rows identical across configurations: {same} ({sums})", flush=True)
+        if not same:
+            results.append([case, "MISMATCH", "-", "-", "-", "-", "-", str(sums)])
+    table([case_label, "config", "run", "wall s", "JVM CPU s", "shuffle MB", "vs vanilla", "status"], results)
+
+
 def stage_ids(spark):
     """Ids of every stage the status store knows so far (pass to stages_since to find a query's stages)."""
     stages = _stage_list(spark)

@@ -209,7 +209,7 @@ object EmberTransitionCleanup extends Rule[SparkPlan] {
       case in @ EmberInputExec(u: UnionExec)
           if u.supportsColumnar && !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
         in.copy(child = u.withNewChildren(u.children.map(toRows)))
-      case ColumnarToRowExec(native: EmberExec) if nativeRows => EmberColumnarToRowExec(native)
+      case ColumnarToRowExec(native: EmberExec) if nativeRows => toRows(native)
     }
   }
 }
