@@ -37,7 +37,14 @@ pub struct SparkError {
     pub kind: SparkExceptionKind,
     pub error_class: String,
     pub params: Vec<(String, String)>,
+    /// The id of the Spark expression's query context (the SQL fragment or DataFrame call site Spark prints
+    /// under the message), as the JVM side put it in the plan; 0: none. Set only where Spark passes one.
+    pub query_context: i32,
 }
+
+/// The query context id of Spark's empty origin (`Origin().context`: no SQL text, no position), which Spark
+/// attaches where an expression it built itself fails.
+pub const EMPTY_QUERY_CONTEXT: i32 = -1;
 
 const ANSI_CONFIG: &str = "\"spark.sql.ansi.enabled\"";
 
@@ -47,7 +54,13 @@ impl SparkError {
             kind,
             error_class: error_class.to_string(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            query_context: 0,
         }
+    }
+
+    pub fn with_query_context(mut self, query_context: i32) -> Self {
+        self.query_context = query_context;
+        self
     }
 
     /// `ARITHMETIC_OVERFLOW`, e.g. message "long overflow" (what Java's Math.addExact says).
@@ -61,6 +74,13 @@ impl SparkError {
                 ("config", ANSI_CONFIG.to_string()),
             ],
         )
+    }
+
+    /// Spark's error for an integral SUM (aggregate or window) that overflows under ANSI: the `Add` inside `Sum`
+    /// has no origin of its own, so Spark attaches the empty context ([`EMPTY_QUERY_CONTEXT`]).
+    pub fn long_sum_overflow() -> Self {
+        Self::arithmetic_overflow("long overflow", " Use 'try_add' to tolerate overflow and return NULL instead.")
+            .with_query_context(EMPTY_QUERY_CONTEXT)
     }
 
     /// `DIVIDE_BY_ZERO`.
@@ -170,6 +190,27 @@ pub fn find_spark_error(err: &DataFusionError) -> Option<&SparkError> {
         source = e.source();
     }
     None
+}
+
+/// Gives a Spark error raised while evaluating an expression that expression's query context, as Spark's own
+/// expression would (`getContextOrNull`), unless an inner expression already did or Spark raises the error class
+/// without one (`without`, e.g. `CAST_OVERFLOW`). Other errors pass unchanged.
+pub fn with_query_context(err: DataFusionError, query_context: i32, without: &[&str]) -> DataFusionError {
+    if query_context == 0 {
+        return err;
+    }
+    match err {
+        DataFusionError::External(inner) => match inner.downcast::<SparkError>() {
+            Ok(mut spark) => {
+                if spark.query_context == 0 && !without.contains(&spark.error_class.as_str()) {
+                    spark.query_context = query_context;
+                }
+                DataFusionError::External(spark)
+            }
+            Err(other) => DataFusionError::External(other),
+        },
+        other => other,
+    }
 }
 
 /// Shorthand for a plan the decoder cannot accept: a malformed or unsupported proto.

@@ -53,7 +53,7 @@ impl std::fmt::Display for BridgeError {
 type BridgeResult<T> = Result<T, BridgeError>;
 
 /// Error policy of every entry point: a pending Java exception propagates as is; a Spark error condition
-/// becomes `org.ember.jni.EmberSparkError` (kind, error class, parameters); anything else, and any panic,
+/// becomes `org.ember.jni.EmberSparkError` (kind, error class, parameters, query context id); anything else, and any panic,
 /// becomes `org.ember.jni.EmberNativeException` with the message.
 pub struct ThrowEmberException;
 
@@ -77,8 +77,8 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
     }
     let exc = env.new_object(
         jni_str!("org/ember/jni/EmberSparkError"),
-        jni_sig!("(Ljava/lang/String;Ljava/lang/String;[Ljava/lang/String;)V"),
-        &[JValue::Object(&kind), JValue::Object(&class), JValue::Object(&params)],
+        jni_sig!("(Ljava/lang/String;Ljava/lang/String;[Ljava/lang/String;I)V"),
+        &[JValue::Object(&kind), JValue::Object(&class), JValue::Object(&params), JValue::Int(err.query_context)],
     )?;
     let exc = jni::objects::JThrowable::cast_local(env, exc)?;
     match env.throw(exc) {

@@ -47,6 +47,8 @@ pub struct DecimalSumAvgSpec {
     /// The result's DECIMAL(precision, scale) (the sum's for `sum`).
     pub result_precision: u8,
     pub result_scale: i8,
+    /// The query context id its ANSI overflow errors carry (Spark's `Sum` / `Average` pass theirs on).
+    pub query_context: i32,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -84,12 +86,13 @@ fn decimal_string(v: i256, scale: i8) -> String {
     format!("{sign}{int}.{frac}")
 }
 
-fn sum_overflow(avg: bool) -> datafusion_common::DataFusionError {
-    let f = if avg { "try_avg" } else { "try_sum" };
+fn sum_overflow(spec: &DecimalSumAvgSpec) -> datafusion_common::DataFusionError {
+    let f = if spec.avg { "try_avg" } else { "try_sum" };
     SparkError::arithmetic_overflow(
         "Overflow in sum of decimals",
         &format!(" Use '{f}' to tolerate overflow and return NULL instead."),
     )
+    .with_query_context(spec.query_context)
     .into_datafusion()
 }
 
@@ -236,7 +239,7 @@ impl DecimalGroups {
             }
             if nulls[i] {
                 if spec.ansi {
-                    return Err(sum_overflow(spec.avg));
+                    return Err(sum_overflow(&spec));
                 }
                 out.push(None);
                 continue;
@@ -250,6 +253,7 @@ impl DecimalGroups {
                     spec.result_precision,
                     spec.result_scale,
                 )
+                .with_query_context(spec.query_context)
                 .into_datafusion());
             } else {
                 out.push(None);
@@ -406,6 +410,7 @@ mod tests {
             scale: 2,
             result_precision: 38,
             result_scale: if avg { 6 } else { 2 },
+            query_context: 0,
         }
     }
 

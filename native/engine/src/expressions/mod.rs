@@ -8,6 +8,7 @@ pub mod float_min_max;
 pub mod logical;
 pub mod mode;
 pub mod normalize;
+pub mod query_context;
 pub mod sum_avg;
 pub mod unscaled;
 
@@ -18,4 +19,5 @@ pub use coalesce::CoalesceExpr;
 pub use logical::{LazyLogicalExpr, LogicalOp};
 pub use mode::Mode;
 pub use normalize::NormalizeFloatExpr;
+pub use query_context::QueryContextExpr;
 pub use unscaled::{MakeDecimalExpr, UnscaledValueExpr};

@@ -50,8 +50,7 @@ pub fn spark_avg() -> Arc<AggregateUDF> {
 }
 
 fn overflow() -> datafusion_common::DataFusionError {
-    SparkError::arithmetic_overflow("long overflow", " Use 'try_add' to tolerate overflow and return NULL instead.")
-        .into_datafusion()
+    SparkError::long_sum_overflow().into_datafusion()
 }
 
 /// Adds in Spark's manner for the sum's type.

@@ -282,6 +282,7 @@ fn decimal_sum_avg(f: &pb::AggregateFunction, avg: bool, grouped: bool) -> Resul
         scale,
         result_precision,
         result_scale,
+        query_context: f.query_context,
     }))
 }
 

@@ -13,7 +13,8 @@ use ember_proto as pb;
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::{
-    arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, NormalizeFloatExpr, UnscaledValueExpr,
+    arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, NormalizeFloatExpr, QueryContextExpr,
+    UnscaledValueExpr,
 };
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
@@ -132,11 +133,14 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             let mode = pb::EvalMode::try_from(a.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             let l = child(&a.left, schema, "arithmetic")?;
             let r = child(&a.right, schema, "arithmetic")?;
-            arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?
+            let e = arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?;
+            // Spark's BINARY_ARITHMETIC_OVERFLOW (TINYINT/SMALLINT) has no query context.
+            QueryContextExpr::wrap(e, a.query_context, &["BINARY_ARITHMETIC_OVERFLOW"])
         }
         Kind::UnaryMinus(u) => {
             let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
-            arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?
+            let e = arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?;
+            QueryContextExpr::wrap(e, u.query_context, &[])
         }
         Kind::UnscaledValue(u) => {
             let c = child(&u.child, schema, "UnscaledValue")?;
@@ -169,7 +173,9 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
         Kind::Cast(c) => {
             let mode = pb::EvalMode::try_from(c.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
             let to = required_type(&c.to)?;
-            cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?
+            let e = cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?;
+            // Spark raises these two from a cast without its query context.
+            QueryContextExpr::wrap(e, c.query_context, &["CAST_OVERFLOW", "NUMERIC_OUT_OF_SUPPORTED_RANGE"])
         }
     })
 }

@@ -26,8 +26,7 @@ use crate::error::SparkError;
 
 /// Spark's error for an integral SUM that overflows under ANSI (`Add` → `MathUtils.addExact`).
 pub fn long_overflow() -> datafusion_common::DataFusionError {
-    SparkError::arithmetic_overflow("long overflow", " Use 'try_add' to tolerate overflow and return NULL instead.")
-        .into_datafusion()
+    SparkError::long_sum_overflow().into_datafusion()
 }
 
 pub enum PrefixSums {

@@ -10,11 +10,14 @@ public class EmberSparkError extends RuntimeException {
   public final String errorClass;
   /** Message parameters as alternating names and values. */
   public final String[] params;
+  /** Id of the failing expression's query context in the plan (0: none). */
+  public final int queryContext;
 
-  public EmberSparkError(String kind, String errorClass, String[] params) {
+  public EmberSparkError(String kind, String errorClass, String[] params, int queryContext) {
     super("[" + errorClass + "]");
     this.kind = kind;
     this.errorClass = errorClass;
     this.params = params;
+    this.queryContext = queryContext;
   }
 }

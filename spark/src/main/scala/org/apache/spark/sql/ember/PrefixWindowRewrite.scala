@@ -123,7 +123,8 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
     val computed: Map[ExprId, Alias] = candidates.map { c =>
       val key = c.sum.child.canonicalized
       val m = measures(key)
-      val empty = EqualTo(prefixAt(m, key, count = true, c.upper), prefixAt(m, key, count = true, c.lower - 1))
+      val empty =
+        EqualTo(prefixAt(m, key, count = true, c.upper), prefixAt(m, key, count = true, c.lower - 1))
       val s = Subtract(
         prefixAt(m, key, count = false, c.upper),
         prefixAt(m, key, count = false, c.lower - 1),

@@ -129,17 +129,25 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   private def sparkHad(native: Class[_], sparkPlan: Seq[SparkPlan]): Boolean =
     replaces.get(native).forall(spark => sparkPlan.exists(spark.isInstance(_)))
 
-  private def errorClassOf(t: Throwable): Option[String] = {
+  private def sparkThrowableOf(t: Throwable): Option[Throwable with SparkThrowable] = {
     var cur = t
     while (cur != null) {
       cur match {
-        case s: SparkThrowable if s.getCondition != null => return Some(s.getCondition)
+        case s: SparkThrowable if s.getCondition != null => return Some(s)
         case _ =>
       }
       cur = cur.getCause
     }
     None
   }
+
+  private def errorClassOf(t: Throwable): Option[String] = sparkThrowableOf(t).map(_.getCondition)
+
+  /** What a user sees of a query context: the fragment and where it is (SQL text or DataFrame call). */
+  private def contextsOf(t: Throwable): Seq[String] =
+    sparkThrowableOf(t).toSeq
+      .flatMap(_.getQueryContext.toSeq)
+      .map(c => s"${c.contextType} ${c.fragment}: ${c.summary}")
 
   /** Spark raises an error class with Ember off; Ember must raise the same one, from a native plan. */
   protected def checkSparkErrorAndNative(
@@ -159,6 +167,14 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
       assert(
         errorClassOf(emberError).contains(sparkClass),
         s"Spark raised $sparkClass, Ember raised: $emberError"
+      )
+      // The same message parameters (their values name the failing row: with several partitions, the first
+      // task to fail decides which) and the same query context (the SQL fragment / DataFrame function).
+      def paramNames(t: Throwable) = sparkThrowableOf(t).map(_.getMessageParameters.keySet)
+      assert(paramNames(emberError) == paramNames(sparkError))
+      assert(
+        contextsOf(emberError) == contextsOf(sparkError),
+        s"query context: Spark ${contextsOf(sparkError)}, Ember ${contextsOf(emberError)}"
       )
     }
     // A failed job does not wait for its other running tasks: give them time to end and close their plans.

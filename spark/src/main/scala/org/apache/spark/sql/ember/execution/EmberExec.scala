@@ -8,7 +8,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._
-import org.apache.spark.sql.ember.serde.TypeSerde
+import org.apache.spark.sql.ember.serde.{QueryContexts, TypeSerde}
 import org.apache.spark.sql.execution.{
   OrderPreservingUnaryExecNode,
   PartitioningPreservingUnaryExecNode,
@@ -206,13 +206,25 @@ object EmberBlock {
     val nativeRowInput = EmberConf.NATIVE_ROW_TO_COLUMNAR.get()
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
+    val queryContexts = QueryContexts.of(built.nodes)
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
       if (in.child.supportsColumnar)
         in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
       else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
     def start(inputs: Seq[InputIterator]): Iterator[T] =
-      output(new NativePlanIterator(planBytes, inputs, inputSchemas, tz, batchSize, metrics, nativeRowInput))
+      output(
+        new NativePlanIterator(
+          planBytes,
+          inputs,
+          inputSchemas,
+          tz,
+          batchSize,
+          metrics,
+          nativeRowInput,
+          queryContexts
+        )
+      )
     rdds match {
       case Seq(one) => one.mapPartitionsInternal(it => start(Seq(it.next())))
       case Seq(a, b) => a.zipPartitions(b)((x, y) => start(Seq(x.next(), y.next())))

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.c.{ArrowArray, ArrowArrayStream, ArrowSchema, Data}
 import org.apache.arrow.vector.VectorSchemaRoot
-import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.{QueryContext, SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -32,7 +32,8 @@ class NativePlanIterator(
     timeZoneId: String,
     batchSize: Int,
     metrics: Seq[Map[String, SQLMetric]],
-    nativeRowInput: Boolean
+    nativeRowInput: Boolean,
+    queryContexts: Map[Int, QueryContext]
 ) extends Iterator[ColumnarBatch]
     with AutoCloseable
     with Logging {
@@ -89,7 +90,7 @@ class NativePlanIterator(
   private def guarded[T](f: => T): T =
     try f
     catch {
-      case e: EmberSparkError => throw EmberErrors.toSparkException(e)
+      case e: EmberSparkError => throw EmberErrors.toSparkException(e, queryContexts.get)
       case e: EmberNativeException =>
         (readers.filter(_ != null).map(_.failure) ++ rowSources.filter(_ != null).map(_.failure))
           .find(_ != null) match {

@@ -89,8 +89,10 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       argExprs.foreach(b.addArgs)
       buffer.foreach(b.addIntermediate)
       f match {
-        case s: Sum => b.setEvalMode(ExprSerde.evalMode(s.evalContext.evalMode))
-        case a: Average => b.setEvalMode(ExprSerde.evalMode(a.evalMode))
+        case s: Sum =>
+          b.setEvalMode(ExprSerde.evalMode(s.evalContext.evalMode)).setQueryContext(QueryContexts.id(s))
+        case a: Average =>
+          b.setEvalMode(ExprSerde.evalMode(a.evalMode)).setQueryContext(QueryContexts.id(a))
         case fi: First => b.setIgnoreNulls(fi.ignoreNulls)
         case l: Last => b.setIgnoreNulls(l.ignoreNulls)
         case _ =>

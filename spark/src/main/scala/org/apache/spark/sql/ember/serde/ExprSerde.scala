@@ -148,6 +148,7 @@ object ExprSerde {
                 .setRight(r)
                 .setResultType(rt)
                 .setEvalMode(evalMode(a.evalMode))
+                .setQueryContext(QueryContexts.id(a))
             )
           )
         }
@@ -161,6 +162,7 @@ object ExprSerde {
                   .newBuilder()
                   .setChild(c)
                   .setEvalMode(if (failOnError) proto.EvalMode.ANSI else proto.EvalMode.LEGACY)
+                  .setQueryContext(QueryContexts.id(u))
               )
             )
           )
@@ -201,6 +203,7 @@ object ExprSerde {
                 .setTo(to)
                 .setEvalMode(evalMode(c.evalMode))
                 .setTimezone(zone)
+                .setQueryContext(QueryContexts.id(c))
             )
           )
         }
