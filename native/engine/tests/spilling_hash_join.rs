@@ -712,10 +712,16 @@ fn float_side_schema(p: &str) -> SchemaRef {
 }
 
 /// One side: ids, a DOUBLE and a FLOAT key (about 10% nulls, half special values, the rest ordinary numbers; the
-/// many NaNs make one hot key once normalized), a payload.
+/// many NaNs make one hot key once normalized), a payload. Each side also has a NaN pattern of its own, so that
+/// some rows find no key of equal bits on the other side and only normalization matches them (a semi or anti
+/// join would not notice un-normalized NaNs if every pattern were on both sides).
 fn float_side(p: &str, rows: usize, seed: u64) -> Vec<RecordBatch> {
     let mut rng = StdRng::seed_from_u64(seed);
     let schema = float_side_schema(p);
+    let (own_d, own_f) =
+        if p == "l" { (0x7ff8_0000_0000_0002, 0x7fc0_0002) } else { (0xfff0_0000_0000_0001, 0xff80_0001) };
+    let special_d: Vec<u64> = SPECIAL_F64.iter().copied().chain([own_d]).collect();
+    let special_f: Vec<u32> = SPECIAL_F32.iter().copied().chain([own_f]).collect();
     let mut out = vec![];
     for start in (0..rows).step_by(100) {
         let n = (rows - start).min(100);
@@ -724,12 +730,12 @@ fn float_side(p: &str, rows: usize, seed: u64) -> Vec<RecordBatch> {
         for _ in 0..n {
             d.push(match rng.random_range(0..20) {
                 0..2 => None,
-                2..12 => Some(f64::from_bits(SPECIAL_F64[rng.random_range(0..SPECIAL_F64.len())])),
+                2..12 => Some(f64::from_bits(special_d[rng.random_range(0..special_d.len())])),
                 _ => Some(ORDINARY_F64[rng.random_range(0..ORDINARY_F64.len())]),
             });
             f.push(match rng.random_range(0..20) {
                 0..2 => None,
-                2..12 => Some(f32::from_bits(SPECIAL_F32[rng.random_range(0..SPECIAL_F32.len())])),
+                2..12 => Some(f32::from_bits(special_f[rng.random_range(0..special_f.len())])),
                 _ => Some(ORDINARY_F32[rng.random_range(0..ORDINARY_F32.len())]),
             });
         }
@@ -901,6 +907,7 @@ async fn float_keys_from_proto_normalized_as_spark() {
     ];
     // (name, cap, bucket bits, batch size): the last cap is below the hot NaN key's build rows.
     let paths = [("in memory", 0u64, 4u32, BATCH), ("bucketed", 48 << 10, 3, BATCH), ("chunked", 12 << 10, 1, 32)];
+    let (mut wrong, mut runs) = (vec![], 0);
     for key_cols in key_sets {
         for null_safe in [false, true] {
             for join_type in join_types {
@@ -948,17 +955,20 @@ async fn float_keys_from_proto_normalized_as_spark() {
                         ])
                         .create_plan(&plan_op)
                         .unwrap();
+                        runs += 1;
                         let e = env_with_batch_size(64 << 20, SpillCompression::Lz4Frame, batch_size);
                         let out =
                             collect(plan.clone(), e.ctx.clone()).await.unwrap_or_else(|err| panic!("{what}: {err}"));
                         let mut actual: Vec<String> = raw_rows(&out).into_iter().map(|r| r.join("|")).collect();
                         actual.sort();
-                        assert_eq!(actual.len(), expected.len(), "{what}: row count");
-                        if let Some(i) = (0..actual.len()).find(|&i| actual[i] != expected[i]) {
-                            panic!(
-                                "{what}: first difference at sorted row {i}: {} vs expected {}",
-                                actual[i], expected[i]
-                            );
+                        // Every wrong combination is listed at the end, so a failure shows which paths it reaches.
+                        if actual != expected {
+                            let first = (0..actual.len().min(expected.len())).find(|&i| actual[i] != expected[i]);
+                            wrong.push(format!(
+                                "{what}: {} rows, expected {}; first difference at sorted row {first:?}",
+                                actual.len(),
+                                expected.len()
+                            ));
                         }
                         let m = plan.metrics().unwrap();
                         let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
@@ -973,15 +983,102 @@ async fn float_keys_from_proto_normalized_as_spark() {
                         assert_eq!(e.broker.used(), 0, "{what}");
                         assert_eq!(files_under(e.dir.path()), 0, "{what}: spill files left");
                     }
-                    if cap > 0 {
-                        assert!(spilled > 0, "keys {key_cols:?} {join_type:?} {path}: nothing spilled");
+                    if cap > 0 && spilled == 0 {
+                        wrong.push(format!("keys {key_cols:?} {join_type:?} {path}: nothing spilled"));
                     }
-                    if path == "chunked" && key_cols.len() == 1 {
-                        // The normalized NaNs are one hot key: its bucket cannot shrink and is joined in chunks.
-                        assert!(chunked > 0, "keys {key_cols:?} {join_type:?} {path}: nothing chunked");
+                    // The normalized NaNs are one hot key: its bucket cannot shrink and is joined in chunks.
+                    if path == "chunked" && key_cols.len() == 1 && chunked == 0 {
+                        wrong.push(format!("keys {key_cols:?} {join_type:?} {path}: nothing chunked"));
                     }
                 }
             }
         }
     }
+    assert!(wrong.is_empty(), "{} wrong of {runs} joins:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+/// The key expressions the join holds, as planned from `NormalizeFloat` keys, give Spark's `NormalizeNaNAndZero`
+/// values bit for bit (every NaN Java's `Double.NaN` / `Float.NaN`, -0.0 → 0.0, all else unchanged). The join's
+/// rows cannot show the -0.0 half: DataFusion's hash join already hashes and compares -0.0 as 0.0.
+#[tokio::test]
+async fn float_join_keys_are_spark_normalized_bit_for_bit() {
+    use datafusion_common::tree_node::TreeNodeRecursion;
+    use ember_engine::planner::Planner;
+
+    let (ls, rs) = (float_side_schema("l"), float_side_schema("r"));
+    let left = float_side("l", 400, 31);
+    let right = float_side("r", 300, 32);
+    let keys =
+        |s: &SchemaRef| vec![normalized_col(1, s.field(1).data_type()), normalized_col(2, s.field(2).data_type())];
+    let hj = pb::HashJoin {
+        join_type: pb::JoinType::Inner as i32,
+        build_side: pb::BuildSide::Left as i32,
+        left_keys: keys(&ls),
+        right_keys: keys(&rs),
+        null_safe: vec![false, false],
+        ..Default::default()
+    };
+    let mut right_input = common::input(1, &rs);
+    if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+        i.input_index = 1;
+    }
+    let plan_op = common::op(1, pb::operator::Kind::HashJoin(hj), vec![common::input(0, &ls), right_input]);
+    let plan = Planner::new(vec![common::reader(vec![], ls.clone()), common::reader(vec![], rs.clone())])
+        .create_plan(&plan_op)
+        .unwrap();
+    assert_eq!(plan.name(), "SpillingHashJoinExec");
+    // The join's key pairs, in order: (left, right) per key.
+    let mut exprs = vec![];
+    plan.apply_expressions(&mut |e| {
+        exprs.push(e.clone());
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .unwrap();
+    assert_eq!(exprs.len(), 4, "two key pairs, no condition");
+
+    // Spark's NormalizeNaNAndZero: `if (isNaN) NaN else if (== -0.0) 0.0 else x`, with Java's NaN constants.
+    let spark_d = |x: f64| {
+        if x.is_nan() {
+            0x7ff8_0000_0000_0000
+        } else if x == 0.0 {
+            0
+        } else {
+            x.to_bits()
+        }
+    };
+    let spark_f = |x: f32| {
+        if x.is_nan() {
+            0x7fc0_0000
+        } else if x == 0.0 {
+            0
+        } else {
+            x.to_bits()
+        }
+    };
+    let (mut nans, mut zeros) = (0, 0);
+    for (side, batches) in [(0, &left), (1, &right)] {
+        for b in batches.iter() {
+            let d = exprs[side].evaluate(b).unwrap().into_array(b.num_rows()).unwrap();
+            let f = exprs[2 + side].evaluate(b).unwrap().into_array(b.num_rows()).unwrap();
+            let (d, f) = (d.as_primitive::<Float64Type>(), f.as_primitive::<Float32Type>());
+            let (raw_d, raw_f) = (b.column(1).as_primitive::<Float64Type>(), b.column(2).as_primitive::<Float32Type>());
+            for r in 0..b.num_rows() {
+                assert_eq!(d.is_null(r), raw_d.is_null(r));
+                assert_eq!(f.is_null(r), raw_f.is_null(r));
+                if raw_d.is_valid(r) {
+                    let x = raw_d.value(r);
+                    assert_eq!(d.value(r).to_bits(), spark_d(x), "DOUBLE {:016x}", x.to_bits());
+                    nans += x.is_nan() as usize;
+                    zeros += (x.to_bits() == (-0.0f64).to_bits()) as usize;
+                }
+                if raw_f.is_valid(r) {
+                    let x = raw_f.value(r);
+                    assert_eq!(f.value(r).to_bits(), spark_f(x), "FLOAT {:08x}", x.to_bits());
+                    nans += x.is_nan() as usize;
+                    zeros += (x.to_bits() == (-0.0f32).to_bits()) as usize;
+                }
+            }
+        }
+    }
+    assert!(nans > 0 && zeros > 0, "{nans} NaNs and {zeros} negative zeros seen");
 }
