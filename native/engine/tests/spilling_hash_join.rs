@@ -6,8 +6,8 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{Array, ArrayRef, AsArray, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Schema, SchemaRef};
 use arrow::record_batch::RecordBatchIterator;
 use arrow::util::display::array_value_to_string;
 use datafusion_common::config::SpillCompression;
@@ -26,6 +26,7 @@ use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::memory::{BrokerMemoryPool, FixedBroker};
 use ember_engine::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
 use ember_engine::operators::InputExec;
+use ember_engine::proto as pb;
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -165,6 +166,10 @@ struct Env {
 }
 
 fn env(budget: usize, compression: SpillCompression) -> Env {
+    env_with_batch_size(budget, compression, BATCH)
+}
+
+fn env_with_batch_size(budget: usize, compression: SpillCompression, batch_size: usize) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let broker = Arc::new(FixedBroker::new(budget));
     let pool = Arc::new(BrokerMemoryPool::new(broker.clone()));
@@ -175,7 +180,7 @@ fn env(budget: usize, compression: SpillCompression) -> Env {
         )
         .build_arc()
         .unwrap();
-    let session = SessionConfig::new().with_batch_size(BATCH).with_spill_compression(compression);
+    let session = SessionConfig::new().with_batch_size(batch_size).with_spill_compression(compression);
     let ctx = Arc::new(TaskContext::default().with_session_config(session).with_runtime(runtime));
     Env { ctx, pool, broker, dir }
 }
@@ -494,7 +499,6 @@ async fn spill_disabled_fails_instead_of_spilling() {
 async fn from_proto_build_right_with_condition() {
     use common::{cmp, col, input, op};
     use ember_engine::planner::Planner;
-    use ember_engine::proto as pb;
 
     let build = side(build_schema(), Shape { hot: 0.2, ..PLAIN }, 9);
     let probe = side(probe_schema(), PROBE, 10);
@@ -661,4 +665,420 @@ async fn random_configurations() {
             if rng.random_bool(0.3) { NullEquality::NullEqualsNull } else { NullEquality::NullEqualsNothing };
         check(&case, null_equality).await;
     }
+}
+
+// ---- FLOAT / DOUBLE keys as Spark sends them: `NormalizeFloat(column)` ----
+//
+// Spark wraps float join keys in `knownfloatingpointnormalized(normalizenanandzero(k))`; the plan carries
+// `NormalizeFloat(k)` and the join must then equate every NaN with every NaN and -0.0 with 0.0, whatever their raw
+// bits. The expected rows come from a nested loop over the raw inputs with Spark's key equality, written here
+// without any normalization of bits, never from an operator.
+
+/// Raw DOUBLE key bits beyond ordinary numbers: both zeros, NaNs of several bit patterns, infinities.
+const SPECIAL_F64: [u64; 9] = [
+    0x0000_0000_0000_0000, // 0.0
+    0x8000_0000_0000_0000, // -0.0
+    0x7ff8_0000_0000_0000, // the canonical NaN
+    0x7ff8_0000_0000_0001, // a quiet NaN with a payload
+    0xfff8_0000_0000_0000, // a negative NaN
+    0x7ff0_0000_0000_0001, // a signalling NaN
+    0xffff_ffff_ffff_ffff, // a negative NaN, every payload bit set
+    0x7ff0_0000_0000_0000, // +inf
+    0xfff0_0000_0000_0000, // -inf
+];
+const ORDINARY_F64: [f64; 8] = [-2.5, -1.5, 1.0, 1.5, 2.0, 3.25, 1e300, 5e-324];
+
+/// The same for FLOAT.
+const SPECIAL_F32: [u32; 9] = [
+    0x0000_0000, // 0.0
+    0x8000_0000, // -0.0
+    0x7fc0_0000, // the canonical NaN
+    0x7fc0_0001, // a quiet NaN with a payload
+    0xffc0_0000, // a negative NaN
+    0x7f80_0001, // a signalling NaN
+    0xffff_ffff, // a negative NaN, every payload bit set
+    0x7f80_0000, // +inf
+    0xff80_0000, // -inf
+];
+const ORDINARY_F32: [f32; 7] = [-2.5, -1.5, 1.0, 1.5, 2.0, 3.25, 1e-45];
+
+fn float_side_schema(p: &str) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(format!("{p}_id"), DataType::Int64, false),
+        Field::new(format!("{p}_d"), DataType::Float64, true),
+        Field::new(format!("{p}_f"), DataType::Float32, true),
+        Field::new(format!("{p}_v"), DataType::Utf8, true),
+    ]))
+}
+
+/// One side: ids, a DOUBLE and a FLOAT key (about 10% nulls, half special values, the rest ordinary numbers; the
+/// many NaNs make one hot key once normalized), a payload. Each side also has a NaN pattern of its own, so that
+/// some rows find no key of equal bits on the other side and only normalization matches them (a semi or anti
+/// join would not notice un-normalized NaNs if every pattern were on both sides).
+fn float_side(p: &str, rows: usize, seed: u64) -> Vec<RecordBatch> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let schema = float_side_schema(p);
+    let (own_d, own_f) =
+        if p == "l" { (0x7ff8_0000_0000_0002, 0x7fc0_0002) } else { (0xfff0_0000_0000_0001, 0xff80_0001) };
+    let special_d: Vec<u64> = SPECIAL_F64.iter().copied().chain([own_d]).collect();
+    let special_f: Vec<u32> = SPECIAL_F32.iter().copied().chain([own_f]).collect();
+    let mut out = vec![];
+    for start in (0..rows).step_by(100) {
+        let n = (rows - start).min(100);
+        let mut d = vec![];
+        let mut f = vec![];
+        for _ in 0..n {
+            d.push(match rng.random_range(0..20) {
+                0..2 => None,
+                2..12 => Some(f64::from_bits(special_d[rng.random_range(0..special_d.len())])),
+                _ => Some(ORDINARY_F64[rng.random_range(0..ORDINARY_F64.len())]),
+            });
+            f.push(match rng.random_range(0..20) {
+                0..2 => None,
+                2..12 => Some(f32::from_bits(special_f[rng.random_range(0..special_f.len())])),
+                _ => Some(ORDINARY_F32[rng.random_range(0..ORDINARY_F32.len())]),
+            });
+        }
+        let ids = Int64Array::from_iter_values((start..start + n).map(|i| i as i64));
+        let v: StringArray = (start..start + n).map(|i| (i % 11 != 0).then(|| format!("{p}{}", i % 37))).collect();
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(ids), Arc::new(Float64Array::from(d)), Arc::new(Float32Array::from(f)), Arc::new(v)];
+        out.push(RecordBatch::try_new(schema.clone(), columns).unwrap());
+    }
+    out
+}
+
+/// A cell as text; floats by their raw bits, so the output must carry each input row's own value.
+fn raw_cell(c: &ArrayRef, r: usize) -> String {
+    if c.is_null(r) {
+        return "∅".into();
+    }
+    match c.data_type() {
+        DataType::Float64 => format!("d{:016x}", c.as_primitive::<Float64Type>().value(r).to_bits()),
+        DataType::Float32 => format!("f{:08x}", c.as_primitive::<Float32Type>().value(r).to_bits()),
+        _ => array_value_to_string(c, r).unwrap(),
+    }
+}
+
+fn raw_rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
+    batches
+        .iter()
+        .flat_map(|b| (0..b.num_rows()).map(move |r| b.columns().iter().map(|c| raw_cell(c, r)).collect()))
+        .collect()
+}
+
+/// A key value as Spark compares join keys: null, or a number.
+#[derive(Clone, Copy, Debug)]
+enum Key {
+    Null,
+    D(f64),
+    F(f32),
+}
+
+/// Spark's key equality after `NormalizeNaNAndZero`: NaN = NaN, -0.0 = 0.0 (IEEE `==`), null = null only for `<=>`.
+fn spark_key_eq(a: Key, b: Key, null_safe: bool) -> bool {
+    match (a, b) {
+        (Key::Null, Key::Null) => null_safe,
+        (Key::D(x), Key::D(y)) => x == y || (x.is_nan() && y.is_nan()),
+        (Key::F(x), Key::F(y)) => x == y || (x.is_nan() && y.is_nan()),
+        _ => false,
+    }
+}
+
+/// The key columns (indices into a side) of every row.
+fn keys_of(batches: &[RecordBatch], key_cols: &[usize]) -> Vec<Vec<Key>> {
+    let mut out = vec![];
+    for b in batches {
+        for r in 0..b.num_rows() {
+            out.push(
+                key_cols
+                    .iter()
+                    .map(|&k| {
+                        let c = b.column(k);
+                        if c.is_null(r) {
+                            Key::Null
+                        } else if let Some(d) = c.as_primitive_opt::<Float64Type>() {
+                            Key::D(d.value(r))
+                        } else {
+                            Key::F(c.as_primitive::<Float32Type>().value(r))
+                        }
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Expected output of a Spark join of `left` and `right` on the given key columns: a nested loop.
+/// Also counts the matched key values whose raw bits differ (pairs that only normalization joins): (NaNs, zeros).
+fn expected_join(
+    left: &[RecordBatch],
+    right: &[RecordBatch],
+    key_cols: &[usize],
+    null_safe: bool,
+    join_type: pb::JoinType,
+) -> (Vec<String>, (usize, usize)) {
+    let (lk, rk) = (keys_of(left, key_cols), keys_of(right, key_cols));
+    let (lrows, rrows) = (raw_rows(left), raw_rows(right));
+    // (raw bits, is NaN)
+    let bits = |k: &Key| match k {
+        Key::Null => None,
+        Key::D(d) => Some((d.to_bits(), d.is_nan())),
+        Key::F(f) => Some((f.to_bits() as u64, f.is_nan())),
+    };
+    let mut right_matched = vec![false; rrows.len()];
+    let mut out = vec![];
+    let (mut differing_nans, mut differing_zeros) = (0, 0);
+    let nulls = |n: usize| vec!["∅".to_string(); n];
+    let (lw, rw) = (left[0].num_columns(), right[0].num_columns());
+    for (l, lkey) in lk.iter().enumerate() {
+        let mut matched = false;
+        for (r, rkey) in rk.iter().enumerate() {
+            if lkey.iter().zip(rkey).all(|(a, b)| spark_key_eq(*a, *b, null_safe)) {
+                matched = true;
+                right_matched[r] = true;
+                for (a, b) in lkey.iter().zip(rkey) {
+                    match (bits(a), bits(b)) {
+                        (Some((x, true)), Some((y, _))) if x != y => differing_nans += 1,
+                        (Some((x, false)), Some((y, _))) if x != y => differing_zeros += 1,
+                        _ => {}
+                    }
+                }
+                if matches!(
+                    join_type,
+                    pb::JoinType::Inner | pb::JoinType::LeftOuter | pb::JoinType::RightOuter | pb::JoinType::FullOuter
+                ) {
+                    out.push([lrows[l].clone(), rrows[r].clone()].concat());
+                }
+            }
+        }
+        match join_type {
+            pb::JoinType::LeftOuter | pb::JoinType::FullOuter if !matched => {
+                out.push([lrows[l].clone(), nulls(rw)].concat())
+            }
+            pb::JoinType::LeftSemi if matched => out.push(lrows[l].clone()),
+            pb::JoinType::LeftAnti if !matched => out.push(lrows[l].clone()),
+            pb::JoinType::LeftMark => out.push([lrows[l].clone(), vec![matched.to_string()]].concat()),
+            _ => {}
+        }
+    }
+    if matches!(join_type, pb::JoinType::RightOuter | pb::JoinType::FullOuter) {
+        for (r, row) in rrows.iter().enumerate() {
+            if !right_matched[r] {
+                out.push([nulls(lw), row.clone()].concat());
+            }
+        }
+    }
+    let mut out: Vec<String> = out.into_iter().map(|r| r.join("|")).collect();
+    out.sort();
+    (out, (differing_nans, differing_zeros))
+}
+
+/// `NormalizeFloat(column)`: a float key as Spark's serde sends it.
+fn normalized_col(index: u32, dt: &DataType) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::NormalizeFloat(Box::new(pb::NormalizeFloat {
+            child: Some(Box::new(common::col(index, dt))),
+        }))),
+    }
+}
+
+/// Inner, outer, semi, anti and mark joins on DOUBLE, FLOAT and (DOUBLE, FLOAT) keys carrying -0.0 / 0.0, NaNs of
+/// several bit patterns, infinities and nulls, built from the proto as Spark sends them (`NormalizeFloat` keys),
+/// both build sides, `=` and `<=>`, in memory, bucketed with spilled buckets, and under a tight cap (split again,
+/// the hot NaN key in chunks); against a nested loop with Spark's key equality.
+#[tokio::test]
+async fn float_keys_from_proto_normalized_as_spark() {
+    use ember_engine::planner::Planner;
+
+    let (ls, rs) = (float_side_schema("l"), float_side_schema("r"));
+    let left = float_side("l", 900, 21);
+    let right = float_side("r", 700, 22);
+    let key_sets: [&[usize]; 3] = [&[1], &[2], &[1, 2]];
+    let join_types = [
+        pb::JoinType::Inner,
+        pb::JoinType::LeftOuter,
+        pb::JoinType::RightOuter,
+        pb::JoinType::FullOuter,
+        pb::JoinType::LeftSemi,
+        pb::JoinType::LeftAnti,
+        pb::JoinType::LeftMark,
+    ];
+    // (name, cap, bucket bits, batch size): the last cap is below the hot NaN key's build rows.
+    let paths = [("in memory", 0u64, 4u32, BATCH), ("bucketed", 48 << 10, 3, BATCH), ("chunked", 12 << 10, 1, 32)];
+    let (mut wrong, mut runs) = (vec![], 0);
+    for key_cols in key_sets {
+        for null_safe in [false, true] {
+            for join_type in join_types {
+                let (expected, differing) = expected_join(&left, &right, key_cols, null_safe, join_type);
+                if join_type == pb::JoinType::Inner {
+                    // Not vacuous: some matches exist only because NaNs / zeros of different bits are equal.
+                    let (nans, zeros) = differing;
+                    assert!(
+                        nans > 0 && zeros > 0,
+                        "keys {key_cols:?}: {nans} NaN and {zeros} zero pairs of other bits"
+                    );
+                }
+                for (path, cap, bits, batch_size) in paths {
+                    let (mut spilled, mut chunked) = (0, 0);
+                    for build_side in [pb::BuildSide::Left, pb::BuildSide::Right] {
+                        let what = format!(
+                            "keys {key_cols:?} null_safe={null_safe} {join_type:?} {path} build {build_side:?}"
+                        );
+                        let keys = |s: &SchemaRef| {
+                            key_cols
+                                .iter()
+                                .map(|&k| normalized_col(k as u32, s.field(k).data_type()))
+                                .collect::<Vec<_>>()
+                        };
+                        let hj = pb::HashJoin {
+                            join_type: join_type as i32,
+                            build_side: build_side as i32,
+                            left_keys: keys(&ls),
+                            right_keys: keys(&rs),
+                            null_safe: vec![null_safe; key_cols.len()],
+                            condition: None,
+                            max_build_buffer_bytes: cap,
+                            bucket_bits: bits,
+                            spill_disabled: false,
+                        };
+                        let mut right_input = common::input(1, &rs);
+                        if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+                            i.input_index = 1;
+                        }
+                        let plan_op =
+                            common::op(1, pb::operator::Kind::HashJoin(hj), vec![common::input(0, &ls), right_input]);
+                        let plan = Planner::new(vec![
+                            common::reader(left.clone(), ls.clone()),
+                            common::reader(right.clone(), rs.clone()),
+                        ])
+                        .create_plan(&plan_op)
+                        .unwrap();
+                        runs += 1;
+                        let e = env_with_batch_size(64 << 20, SpillCompression::Lz4Frame, batch_size);
+                        let out =
+                            collect(plan.clone(), e.ctx.clone()).await.unwrap_or_else(|err| panic!("{what}: {err}"));
+                        let mut actual: Vec<String> = raw_rows(&out).into_iter().map(|r| r.join("|")).collect();
+                        actual.sort();
+                        // Every wrong combination is listed at the end, so a failure shows which paths it reaches.
+                        if actual != expected {
+                            let first = (0..actual.len().min(expected.len())).find(|&i| actual[i] != expected[i]);
+                            wrong.push(format!(
+                                "{what}: {} rows, expected {}; first difference at sorted row {first:?}",
+                                actual.len(),
+                                expected.len()
+                            ));
+                        }
+                        let m = plan.metrics().unwrap();
+                        let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+                        if cap == 0 {
+                            assert_eq!(get("spilled_buckets"), 0, "{what}");
+                        } else {
+                            assert!(get("peak_reserved_bytes") <= cap as usize, "{what}: over the cap");
+                        }
+                        spilled += get("spilled_buckets");
+                        chunked += get("chunked_buckets");
+                        drop(plan);
+                        assert_eq!(e.broker.used(), 0, "{what}");
+                        assert_eq!(files_under(e.dir.path()), 0, "{what}: spill files left");
+                    }
+                    if cap > 0 && spilled == 0 {
+                        wrong.push(format!("keys {key_cols:?} {join_type:?} {path}: nothing spilled"));
+                    }
+                    // The normalized NaNs are one hot key: its bucket cannot shrink and is joined in chunks.
+                    if path == "chunked" && key_cols.len() == 1 && chunked == 0 {
+                        wrong.push(format!("keys {key_cols:?} {join_type:?} {path}: nothing chunked"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} wrong of {runs} joins:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+/// The key expressions the join holds, as planned from `NormalizeFloat` keys, give Spark's `NormalizeNaNAndZero`
+/// values bit for bit (every NaN Java's `Double.NaN` / `Float.NaN`, -0.0 → 0.0, all else unchanged). The join's
+/// rows cannot show the -0.0 half: DataFusion's hash join already hashes and compares -0.0 as 0.0.
+#[tokio::test]
+async fn float_join_keys_are_spark_normalized_bit_for_bit() {
+    use datafusion_common::tree_node::TreeNodeRecursion;
+    use ember_engine::planner::Planner;
+
+    let (ls, rs) = (float_side_schema("l"), float_side_schema("r"));
+    let left = float_side("l", 400, 31);
+    let right = float_side("r", 300, 32);
+    let keys =
+        |s: &SchemaRef| vec![normalized_col(1, s.field(1).data_type()), normalized_col(2, s.field(2).data_type())];
+    let hj = pb::HashJoin {
+        join_type: pb::JoinType::Inner as i32,
+        build_side: pb::BuildSide::Left as i32,
+        left_keys: keys(&ls),
+        right_keys: keys(&rs),
+        null_safe: vec![false, false],
+        ..Default::default()
+    };
+    let mut right_input = common::input(1, &rs);
+    if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+        i.input_index = 1;
+    }
+    let plan_op = common::op(1, pb::operator::Kind::HashJoin(hj), vec![common::input(0, &ls), right_input]);
+    let plan = Planner::new(vec![common::reader(vec![], ls.clone()), common::reader(vec![], rs.clone())])
+        .create_plan(&plan_op)
+        .unwrap();
+    assert_eq!(plan.name(), "SpillingHashJoinExec");
+    // The join's key pairs, in order: (left, right) per key.
+    let mut exprs = vec![];
+    plan.apply_expressions(&mut |e| {
+        exprs.push(e.clone());
+        Ok(TreeNodeRecursion::Continue)
+    })
+    .unwrap();
+    assert_eq!(exprs.len(), 4, "two key pairs, no condition");
+
+    // Spark's NormalizeNaNAndZero: `if (isNaN) NaN else if (== -0.0) 0.0 else x`, with Java's NaN constants.
+    let spark_d = |x: f64| {
+        if x.is_nan() {
+            0x7ff8_0000_0000_0000
+        } else if x == 0.0 {
+            0
+        } else {
+            x.to_bits()
+        }
+    };
+    let spark_f = |x: f32| {
+        if x.is_nan() {
+            0x7fc0_0000
+        } else if x == 0.0 {
+            0
+        } else {
+            x.to_bits()
+        }
+    };
+    let (mut nans, mut zeros) = (0, 0);
+    for (side, batches) in [(0, &left), (1, &right)] {
+        for b in batches.iter() {
+            let d = exprs[side].evaluate(b).unwrap().into_array(b.num_rows()).unwrap();
+            let f = exprs[2 + side].evaluate(b).unwrap().into_array(b.num_rows()).unwrap();
+            let (d, f) = (d.as_primitive::<Float64Type>(), f.as_primitive::<Float32Type>());
+            let (raw_d, raw_f) = (b.column(1).as_primitive::<Float64Type>(), b.column(2).as_primitive::<Float32Type>());
+            for r in 0..b.num_rows() {
+                assert_eq!(d.is_null(r), raw_d.is_null(r));
+                assert_eq!(f.is_null(r), raw_f.is_null(r));
+                if raw_d.is_valid(r) {
+                    let x = raw_d.value(r);
+                    assert_eq!(d.value(r).to_bits(), spark_d(x), "DOUBLE {:016x}", x.to_bits());
+                    nans += x.is_nan() as usize;
+                    zeros += (x.to_bits() == (-0.0f64).to_bits()) as usize;
+                }
+                if raw_f.is_valid(r) {
+                    let x = raw_f.value(r);
+                    assert_eq!(f.value(r).to_bits(), spark_f(x), "FLOAT {:08x}", x.to_bits());
+                    nans += x.is_nan() as usize;
+                    zeros += (x.to_bits() == (-0.0f32).to_bits()) as usize;
+                }
+            }
+        }
+    }
+    assert!(nans > 0 && zeros > 0, "{nans} NaNs and {zeros} negative zeros seen");
 }
