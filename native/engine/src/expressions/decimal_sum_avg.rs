@@ -86,6 +86,47 @@ fn decimal_string(v: i256, scale: i8) -> String {
     format!("{sign}{int}.{frac}")
 }
 
+/// `sum / count` (`sum` at `scale`) as Spark's `Decimal./` computes it before `toPrecision` — the exact quotient at
+/// 39 places (MAX_SCALE + 1), HALF_UP — in `BigDecimal.toString` form: the value an average's
+/// NUMERIC_VALUE_OUT_OF_RANGE error prints. Long division, so no intermediate overflows.
+fn spark_quotient_string(sum: i256, scale: i8, count: i64) -> String {
+    const PLACES: usize = 39;
+    let c = count.unsigned_abs() as i128;
+    let n = sum.wrapping_abs();
+    let d = i256::from_i128(c);
+    let mut digits: Vec<u8> = n.wrapping_div(d).to_string().into_bytes();
+    let mut r = n.wrapping_rem(d).as_i128();
+    for _ in 0..(PLACES as i32 - scale as i32).max(0) {
+        r *= 10;
+        digits.push(b'0' + (r / c) as u8);
+        r %= c;
+    }
+    if 2 * r >= c {
+        // HALF_UP: carry the increment through trailing nines.
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    while digits.len() <= PLACES {
+        digits.insert(0, b'0');
+    }
+    let (int, frac) = digits.split_at(digits.len() - PLACES);
+    let int = std::str::from_utf8(int).unwrap().trim_start_matches('0');
+    let sign = if sum.is_negative() != (count < 0) { "-" } else { "" };
+    format!("{sign}{}.{}", if int.is_empty() { "0" } else { int }, std::str::from_utf8(frac).unwrap())
+}
+
 fn sum_overflow(spec: &DecimalSumAvgSpec) -> datafusion_common::DataFusionError {
     let f = if spec.avg { "try_avg" } else { "try_sum" };
     SparkError::arithmetic_overflow(
@@ -248,13 +289,14 @@ impl DecimalGroups {
             if fits(v, spec.result_precision) {
                 out.push(Some(v.as_i128()));
             } else if spec.ansi {
-                return Err(SparkError::numeric_value_out_of_range(
-                    &decimal_string(v, spec.result_scale),
-                    spec.result_precision,
-                    spec.result_scale,
-                )
-                .with_query_context(spec.query_context)
-                .into_datafusion());
+                let value = if spec.avg {
+                    spark_quotient_string(sums[i], spec.scale, counts[i])
+                } else {
+                    decimal_string(v, spec.result_scale)
+                };
+                return Err(SparkError::numeric_value_out_of_range(&value, spec.result_precision, spec.result_scale)
+                    .with_query_context(spec.query_context)
+                    .into_datafusion());
             } else {
                 out.push(None);
             }
@@ -527,6 +569,32 @@ mod tests {
         let s = g.convert_to_state(&[dec(&[Some(7), None])], None).unwrap();
         assert_eq!(out(&s[0]), vec![Some(7), Some(0)]);
         assert_eq!(s[1].as_boolean().iter().collect::<Vec<_>>(), vec![Some(false), Some(true)]);
+    }
+
+    #[test]
+    fn spark_quotients_at_39_places_half_up() {
+        let q = |sum: i128, scale: i8, count: i64| spark_quotient_string(i256::from_i128(sum), scale, count);
+        // BigDecimal("9999999999999999999999999999999999").divide(BigDecimal(1), 39, HALF_UP).toString
+        assert_eq!(
+            q(9_999_999_999_999_999_999_999_999_999_999_999, 0, 1),
+            format!("{}.{}", "9".repeat(34), "0".repeat(39))
+        );
+        // 2/3 at 39 places rounds the last 6 up; -2/3 likewise away from zero.
+        assert_eq!(q(2, 0, 3), format!("0.{}7", "6".repeat(38)));
+        assert_eq!(q(-2, 0, 3), format!("-0.{}7", "6".repeat(38)));
+        // 1.5 (scale 1) / 2 = 0.75; the largest sum at scale 0 (no i256 overflow in long division).
+        assert_eq!(q(15, 1, 2), format!("0.75{}", "0".repeat(37)));
+        let max = 10i128.pow(38) - 1;
+        assert_eq!(q(max, 0, 1), format!("{}.{}", "9".repeat(38), "0".repeat(39)));
+        // Expected values from Python's decimal (quantize to 39 places, ROUND_HALF_UP).
+        assert_eq!(q(2 * 10i128.pow(37) - 1, 38, 2), "0.099999999999999999999999999999999999995");
+        assert_eq!(q(1, 0, 7), "0.142857142857142857142857142857142857143");
+        assert_eq!(
+            q(-(10i128.pow(38) - 1), 0, 3),
+            "-33333333333333333333333333333333333333.000000000000000000000000000000000000000"
+        );
+        // The round-up carries through trailing nines (...099|8 -> ...100).
+        assert_eq!(q(1, 0, 1255), "0.000796812749003984063745019920318725100");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.ember
 
+import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
 
 import org.apache.spark.{SparkConf, SparkThrowable}
@@ -152,7 +153,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   /** Spark raises an error class with Ember off; Ember must raise the same one, from a native plan. */
   protected def checkSparkErrorAndNative(
       query: => DataFrame,
-      expectedNative: Seq[Class[_ <: EmberExec]]
+      expectedNative: Seq[Class[_ <: EmberExec]],
+      exactParameters: Boolean = false
   ): String = {
     val sparkError = withEmber(enabled = false) { intercept[Throwable](query.collect()) }
     val sparkClass =
@@ -170,8 +172,9 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
       )
       // The same message parameters (their values name the failing row: with several partitions, the first
       // task to fail decides which) and the same query context (the SQL fragment / DataFrame function).
-      def paramNames(t: Throwable) = sparkThrowableOf(t).map(_.getMessageParameters.keySet)
-      assert(paramNames(emberError) == paramNames(sparkError))
+      def params(t: Throwable) = sparkThrowableOf(t).map(_.getMessageParameters.asScala.toMap)
+      if (exactParameters) assert(params(emberError) == params(sparkError))
+      else assert(params(emberError).map(_.keySet) == params(sparkError).map(_.keySet))
       assert(
         contextsOf(emberError) == contextsOf(sparkError),
         s"query context: Spark ${contextsOf(sparkError)}, Ember ${contextsOf(emberError)}"
