@@ -46,6 +46,7 @@ pub mod refold;
 pub mod segment;
 pub mod spec;
 mod stream;
+pub mod whole;
 
 pub use exec::PrefixWindowExec;
 pub use frames::{Bound, Frame, FrameUnit};

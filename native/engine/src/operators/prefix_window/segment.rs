@@ -51,7 +51,7 @@ pub struct Segmentation {
 impl Segmentation {
     /// `None` when some expression needs the whole partition (UNBOUNDED FOLLOWING, RANGE frames beyond the peer
     /// group, `lag ... IGNORE NULLS`, offsets above 2^20).
-    pub fn of(exprs: &[WindowExpr], needs_peers: bool) -> Option<Self> {
+    pub fn of<'a>(exprs: impl IntoIterator<Item = &'a WindowExpr>, needs_peers: bool) -> Option<Self> {
         let (mut back, mut ahead) = (0u64, 0u64);
         for x in exprs {
             match x.function {
@@ -99,6 +99,32 @@ impl Segmentation {
     }
 }
 
+/// Whether `x` is an aggregate over its whole partition (ROWS or RANGE BETWEEN UNBOUNDED PRECEDING AND
+/// UNBOUNDED FOLLOWING): one value per partition, which a spilled partition folds while its rows go to disk.
+pub fn whole_partition(x: &WindowExpr) -> bool {
+    matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max)
+        && x.frame.lower == Bound::UnboundedPreceding
+        && x.frame.upper == Bound::UnboundedFollowing
+}
+
+/// The first expression that needs its whole partition and is not a whole-partition aggregate (so the spec can
+/// neither be evaluated in segments nor spill), described for an error message.
+pub fn spill_blocker(exprs: &[WindowExpr]) -> Option<String> {
+    exprs.iter().find(|x| !whole_partition(x) && Segmentation::of([*x], false).is_none()).map(|x| {
+        let what = match x.function {
+            Function::Lag | Function::Lead if x.ignore_nulls => {
+                format!("{:?}(offset {}) IGNORE NULLS", x.function, x.offset)
+            }
+            Function::Lag | Function::Lead => format!("{:?}(offset {})", x.function, x.offset),
+            f => {
+                let fr = x.frame;
+                format!("{f:?} OVER ({:?} BETWEEN {:?} AND {:?})", fr.unit, fr.lower, fr.upper)
+            }
+        };
+        format!("window expression `{}` ({what})", x.name)
+    })
+}
+
 fn running(frame: &Frame) -> bool {
     frame.lower == Bound::UnboundedPreceding
 }
@@ -107,7 +133,7 @@ fn running(frame: &Frame) -> bool {
 #[derive(Debug, Default, Clone)]
 pub struct Running {
     /// Rows of the partition folded so far.
-    pos: usize,
+    pub(super) pos: usize,
     exact: i128,
     wrapping: i64,
     double: f64,
@@ -124,6 +150,8 @@ pub enum Carry {
     Running(Running),
     /// Running MIN / MAX so far (one value, possibly NULL), none before the first segment.
     Extremum(Option<ArrayRef>),
+    /// A whole-partition aggregate of a spilled partition: its value (one row), folded while the rows spilled.
+    Whole(ArrayRef),
 }
 
 /// The state of the open partition once it is evaluated in segments.
@@ -134,6 +162,9 @@ pub struct OpenPartition {
     /// Rows of the partition already handed out.
     pub emitted: usize,
     pub carries: Vec<Carry>,
+    /// Read back from a spill file ([`WholeFolds`]): whole-partition aggregates are [`Carry::Whole`], the other
+    /// expressions are evaluated in segments under [`super::spec::WindowSpec::spill`].
+    pub spilled: bool,
 }
 
 impl OpenPartition {
@@ -150,17 +181,29 @@ impl OpenPartition {
                 _ => Carry::None,
             })
             .collect();
-        Self { dropped: 0, emitted: 0, carries }
+        Self { dropped: 0, emitted: 0, carries, spilled: false }
+    }
+
+    /// A spilled partition about to be read back, with the values of its whole-partition aggregates.
+    pub fn spilled(spec: &WindowSpec, wholes: Vec<Option<ArrayRef>>) -> Self {
+        let mut open = Self::new(spec);
+        for (carry, whole) in open.carries.iter_mut().zip(wholes) {
+            if let Some(v) = whole {
+                *carry = Carry::Whole(v);
+            }
+        }
+        open.spilled = true;
+        open
     }
 }
 
 /// The largest `b` in `(a, limit]` where a segment of `chunk` (rows of one partition) may end: any row, or
 /// under peer alignment the first row of a peer group (so `b < chunk rows`).
-pub fn cut(spec: &WindowSpec, chunk: &RecordBatch, a: usize, limit: usize) -> Result<Option<usize>> {
+pub fn cut(spec: &WindowSpec, seg: Segmentation, chunk: &RecordBatch, a: usize, limit: usize) -> Result<Option<usize>> {
     if limit <= a {
         return Ok(None);
     }
-    if !spec.segmentation.is_some_and(|s| s.peer_aligned) {
+    if !seg.peer_aligned {
         return Ok(Some(limit));
     }
     let keys = eval_all(&spec.order_by, chunk)?;
@@ -185,8 +228,10 @@ pub fn evaluate_segment(
     let layout = Layout::new(n, std::iter::once(0..n).filter(|r| !r.is_empty()).collect(), peers);
     let (values, prefixes) = spec.measures_of(chunk)?;
     let mut frames = std::collections::HashMap::new();
-    for x in &spec.exprs {
-        if matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max) {
+    for (x, carry) in spec.exprs.iter().zip(&open.carries) {
+        if matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max)
+            && !matches!(carry, Carry::Whole(_))
+        {
             frames.entry(x.frame).or_insert_with(|| {
                 let (mut s, mut e) = x.frame.bounds(&layout);
                 // Context rows before the segment: empty frames (their values are not handed out).
@@ -202,7 +247,9 @@ pub fn evaluate_segment(
     let mut out = Vec::with_capacity(spec.exprs.len());
     let mut overflow_at: Option<usize> = None;
     for (x, carry) in spec.exprs.iter().zip(open.carries.iter_mut()) {
-        let (column, overflow) = if let Carry::Running(r) = carry {
+        let (column, overflow) = if let Carry::Whole(v) = carry {
+            (take(v, &UInt32Array::from(vec![0u32; rows]), None)?, None)
+        } else if let Carry::Running(r) = carry {
             let (_, ends) = &frames[&x.frame];
             let prefixed = x.measure.is_some_and(|m| prefixes[m].is_some())
                 && (x.function == Function::Count || is_integral(values[x.measure.unwrap()].data_type()));
@@ -264,7 +311,7 @@ fn shift_ints(column: &ArrayRef, by: i32) -> ArrayRef {
 
 /// A running SUM / COUNT / AVG over `[a, b)`: the fold carried in `r` continued up to each row's frame end.
 #[allow(clippy::too_many_arguments)]
-fn fold_running(
+pub(super) fn fold_running(
     x: &WindowExpr,
     r: &mut Running,
     chunk: &RecordBatch,

@@ -15,7 +15,7 @@ use ember_proto as pb;
 
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::prefix::{exact_double_partitions, Prefix};
-use super::segment::{Segmentation, DEFAULT_SEGMENT_ROWS};
+use super::segment::{spill_blocker, whole_partition, Segmentation, DEFAULT_SEGMENT_ROWS};
 use super::{extrema, ranking, refold};
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
@@ -94,6 +94,8 @@ pub struct FrameCounters {
     pub segmented_partitions: Count,
     /// Segments evaluated.
     pub segments: Count,
+    /// Partitions spilled to disk (whole-partition aggregates folded on the way, the rest read back in segments).
+    pub spilled_partitions: Count,
 }
 
 #[derive(Debug)]
@@ -108,6 +110,12 @@ pub struct WindowSpec {
     pub segment_rows: usize,
     /// How a large partition is evaluated in segments; `None` when some expression needs the whole partition.
     pub segmentation: Option<Segmentation>,
+    /// When `segmentation` is `None` only because of whole-partition aggregates (UNBOUNDED PRECEDING AND
+    /// UNBOUNDED FOLLOWING): how the other expressions of a spilled partition are evaluated in segments as its
+    /// rows are read back ([`super::whole`]).
+    pub spill: Option<Segmentation>,
+    /// Otherwise, the expression that keeps a partition from being evaluated in segments or spilling.
+    pub spill_blocker: Option<String>,
 }
 
 pub(super) fn is_integral(dt: &DataType) -> bool {
@@ -169,6 +177,12 @@ impl WindowSpec {
                     && (x.frame.lower == Bound::CurrentRow || x.frame.upper == Bound::CurrentRow))
         });
         let segmentation = Segmentation::of(&exprs, needs_peers);
+        let spill = if segmentation.is_none() && exprs.iter().any(whole_partition) {
+            Segmentation::of(exprs.iter().filter(|x| !whole_partition(x)), needs_peers)
+        } else {
+            None
+        };
+        let spill_blocker = spill_blocker(&exprs);
         let segment_rows =
             if w.segment_rows == 0 { DEFAULT_SEGMENT_ROWS } else { w.segment_rows.min(1 << 40) as usize };
         Ok(Self {
@@ -180,6 +194,8 @@ impl WindowSpec {
             needs_peers,
             segment_rows,
             segmentation,
+            spill,
+            spill_blocker,
         })
     }
 
