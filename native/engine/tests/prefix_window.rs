@@ -1363,8 +1363,10 @@ fn window_over_a_native_sort() {
 // Spilled partitions: whole-partition aggregates folded while the rows go to disk, the rest read back in
 // segments.
 
-/// Partitions of the given sizes (the first with a NULL key), with nulls, all-null partitions, -0.0, NaN, and
-/// (with `ties`) runs of equal order keys.
+/// Partitions of the given sizes (the first with a NULL key), with nulls, all-null partitions (index 3 mod 5),
+/// partitions whose doubles are all ±0.0 (1 mod 5: MIN / MAX keep the first of equal values), NaN (0 mod 4),
+/// 1e300 (0 mod 3), else doubles of magnitudes 1e-5 .. 1e13 whose sum's bits depend on the order of the fold;
+/// with `ties`, runs of equal order keys.
 fn sized_partitions(rng: &mut StdRng, sizes: &[usize], ties: bool) -> Data {
     let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
     for (p, &len) in sizes.iter().enumerate() {
@@ -1378,9 +1380,11 @@ fn sized_partitions(rng: &mut StdRng, sizes: &[usize], ties: bool) -> Data {
             let f = match rng.random_range(0..10) {
                 0 => -0.0,
                 1 => 0.0,
-                2 if p % 2 == 0 => f64::NAN,
-                3 => 1e300,
-                _ => rng.random_range(-1e6..1e6) / 7.0,
+                _ if p % 5 == 1 && rng.random_bool(0.5) => -0.0,
+                _ if p % 5 == 1 => 0.0,
+                2 if p % 4 == 0 => f64::NAN,
+                3 if p % 3 == 0 => 1e300,
+                _ => rng.random_range(-1e6..1e6) / 7.0 * 10f64.powi(rng.random_range(-5..8)),
             };
             data.f.push((!null && rng.random_bool(0.9)).then_some(f));
         }
@@ -1542,8 +1546,9 @@ fn segmentable_companions(ansi: bool) -> Vec<W> {
 #[test]
 fn whole_partition_aggregates_spill_and_match_the_reference() {
     let mut rng = StdRng::seed_from_u64(30);
-    // Large partitions (spilled under 256 KiB) among small ones (not), partitions of one row, an all-null one.
-    let sizes = [30, 1, 1500, 7, 1, 900, 40, 3, 1, 2500, 12];
+    // Large partitions (spilled) among small ones (not), partitions of one row, all-null ones (one spilled), one
+    // spilled whose doubles are all ±0.0.
+    let sizes = [30, 1, 1500, 7, 1, 900, 1200, 3, 800, 2500, 12];
     for ansi in [false, true] {
         let data = sized_partitions(&mut rng, &sizes, false);
         let mut ws = whole_partition_aggregates(ansi);
