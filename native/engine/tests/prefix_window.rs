@@ -1183,9 +1183,19 @@ fn segmented_ranking_and_offsets_with_ties_across_segment_borders() {
             W { f: F::Rank, arg: 2, frame: any, ansi: false },
             W { f: F::DenseRank, arg: 2, frame: any, ansi: false },
         ];
-        for (f, arg) in
-            [(F::Lag(1), 2), (F::Lag(3), 3), (F::Lead(1), 4), (F::Lead(9), 2), (F::Lag(0), 2), (F::Lag(-1), 3)]
-        {
+        for (f, arg) in [
+            (F::Lag(1), 2),
+            (F::Lag(3), 3),
+            (F::Lead(1), 4),
+            (F::Lead(9), 2),
+            (F::Lag(0), 2),
+            (F::Lag(-1), 3),
+            // IGNORE NULLS: the last non-null values before a segment are carried, however far back.
+            (F::LagIgnoreNulls(1), 2),
+            (F::LagIgnoreNulls(2), 4),
+            (F::LagIgnoreNulls(5), 3),
+            (F::LagIgnoreNulls(0), 2),
+        ] {
             ws.push(W { f, arg, frame: any, ansi: false });
         }
         let (_, segments) = check_segments(&data, &ws, &mut rng, &format!("ranking ties={ties}"));
@@ -1250,6 +1260,8 @@ fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_m
         W { f: F::Max, arg: 3, frame: range(B::UP, B::CR), ansi: true },
         W { f: F::DenseRank, arg: 2, frame: rows(B::UP, B::CR), ansi: true },
         W { f: F::Lag(3), arg: 4, frame: rows(B::UP, B::CR), ansi: true },
+        // Carries its last non-null values across segments.
+        W { f: F::LagIgnoreNulls(2), arg: 2, frame: rows(B::UP, B::CR), ansi: true },
     ];
     let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
     // 256 KiB against ~3 MB of input (and ~20 MB of scratch to evaluate it whole): segments of the default
@@ -1540,6 +1552,8 @@ fn segmentable_companions(ansi: bool) -> Vec<W> {
         w(F::Count, 4, rows(B::CR, B::F(3))),
         w(F::Lag(2), 2, rows(B::UP, B::CR)),
         w(F::Lead(3), 4, rows(B::UP, B::CR)),
+        w(F::LagIgnoreNulls(1), 3, rows(B::UP, B::CR)),
+        w(F::LagIgnoreNulls(3), 4, rows(B::UP, B::CR)),
     ]
 }
 
@@ -1669,7 +1683,10 @@ fn specs_that_cannot_spill_say_which_expression_keeps_them_in_memory() {
             W { f: F::Max, arg: 4, frame: range(B::CR, B::UF), ansi: false },
             "Max OVER (Range BETWEEN CurrentRow AND UnboundedFollowing)",
         ),
-        (W { f: F::LagIgnoreNulls(2), arg: 2, frame: rows(B::UP, B::CR), ansi: false }, "Lag(offset 2) IGNORE NULLS"),
+        (
+            W { f: F::Count, arg: 2, frame: rows(B::CR, B::UF), ansi: false },
+            "Count OVER (Rows BETWEEN CurrentRow AND UnboundedFollowing)",
+        ),
     ] {
         let exprs = vec![pb_window_expr(&whole, 0), pb_window_expr(&blocker, 1)];
         let run = run_spilling(&window_plan(exprs, true, 1024), input.clone(), 256 << 10, None);

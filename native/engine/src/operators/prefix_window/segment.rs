@@ -4,7 +4,8 @@
 //! A spec is segmentable when every expression needs only a bounded neighbourhood of each row plus state carried
 //! from the rows before ([`Segmentation::of`]): ROWS frames with PRECEDING / CURRENT ROW / FOLLOWING bounds, running
 //! frames (ROWS UNBOUNDED PRECEDING AND a bounded upper bound, RANGE UNBOUNDED PRECEDING AND CURRENT ROW),
-//! RANGE CURRENT ROW AND CURRENT ROW, `row_number`, `rank`, `dense_rank`, `lag` / `lead` (not IGNORE NULLS).
+//! RANGE CURRENT ROW AND CURRENT ROW, `row_number`, `rank`, `dense_rank`, `lag` / `lead` (also `lag … IGNORE
+//! NULLS`).
 //!
 //! The open partition's rows `[a, b)` are evaluated as one chunk that also holds the `lookback` rows before `a`
 //! and at least `lookahead` rows after `b`: the chunk is evaluated as if it were the partition (frame bounds
@@ -19,18 +20,24 @@
 //!   `ARITHMETIC_OVERFLOW` at the same row (the running fold's partial sums are the partition's prefixes) and
 //!   double sums keep their bits;
 //! * running MIN / MAX: the extremum so far, combined with the chunk's (MIN/MAX is idempotent, the context rows
-//!   counted twice do not matter; on ties the earlier value stays, as Spark's fold keeps it).
+//!   counted twice do not matter; on ties the earlier value stays, as Spark's fold keeps it);
+//! * `lag(x, n) IGNORE NULLS`: the last n non-null values of `x` before the segment (however far back), put
+//!   before the segment's rows and advanced past them;
+//! * whole-partition aggregates of a spilled partition read back: their folded value ([`super::whole`]).
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, UInt32Array};
+use arrow::array::{
+    new_empty_array, new_null_array, Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch,
+    UInt32Array,
+};
 use arrow::buffer::NullBuffer;
-use arrow::compute::{cast, take};
+use arrow::compute::{cast, concat, filter, is_not_null, take};
 use arrow::datatypes::{DataType, Int32Type};
 use datafusion_common::Result;
 
-use super::extrema;
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::spec::{eval_all, is_integral, FrameCounters, Function, WindowExpr, WindowSpec};
+use super::{extrema, ranking};
 
 /// Rows per segment when the plan does not say (`Window.segment_rows = 0`).
 pub const DEFAULT_SEGMENT_ROWS: usize = 16 * 1024;
@@ -50,7 +57,7 @@ pub struct Segmentation {
 
 impl Segmentation {
     /// `None` when some expression needs the whole partition (UNBOUNDED FOLLOWING, RANGE frames beyond the peer
-    /// group, `lag ... IGNORE NULLS`, offsets above 2^20).
+    /// group, offsets above 2^20).
     pub fn of<'a>(exprs: impl IntoIterator<Item = &'a WindowExpr>, needs_peers: bool) -> Option<Self> {
         let (mut back, mut ahead) = (0u64, 0u64);
         for x in exprs {
@@ -58,7 +65,12 @@ impl Segmentation {
                 Function::RowNumber | Function::Rank | Function::DenseRank => {}
                 Function::Lag | Function::Lead => {
                     if x.ignore_nulls {
-                        return None;
+                        // The last `offset` non-null values before a segment are carried
+                        // ([`Carry::IgnoreNulls`]), however far back they are.
+                        if x.offset.unsigned_abs() > MAX_CONTEXT {
+                            return None;
+                        }
+                        continue;
                     }
                     let shift = if x.function == Function::Lag { x.offset.saturating_neg() } else { x.offset };
                     if shift < 0 {
@@ -152,6 +164,8 @@ pub enum Carry {
     Extremum(Option<ArrayRef>),
     /// A whole-partition aggregate of a spilled partition: its value (one row), folded while the rows spilled.
     Whole(ArrayRef),
+    /// `lag(x, n) IGNORE NULLS`: the last (at most n) non-null values of `x` before the segment, oldest first.
+    IgnoreNulls(ArrayRef),
 }
 
 /// The state of the open partition once it is evaluated in segments.
@@ -174,6 +188,7 @@ impl OpenPartition {
             .iter()
             .map(|x| match x.function {
                 Function::DenseRank => Carry::Dense(0),
+                Function::Lag if x.ignore_nulls => Carry::IgnoreNulls(new_empty_array(&x.result_type)),
                 Function::Sum | Function::Count | Function::Avg if running(&x.frame) => {
                     Carry::Running(Running::default())
                 }
@@ -249,6 +264,8 @@ pub fn evaluate_segment(
     for (x, carry) in spec.exprs.iter().zip(open.carries.iter_mut()) {
         let (column, overflow) = if let Carry::Whole(v) = carry {
             (take(v, &UInt32Array::from(vec![0u32; rows]), None)?, None)
+        } else if let Carry::IgnoreNulls(before) = carry {
+            (lag_ignore_nulls(spec, x, chunk, before, a, b)?, None)
         } else if let Carry::Running(r) = carry {
             let (_, ends) = &frames[&x.frame];
             let prefixed = x.measure.is_some_and(|m| prefixes[m].is_some())
@@ -401,4 +418,29 @@ pub(super) fn fold_running(
     };
     r.pos = dropped + p;
     Ok((column, overflow_at))
+}
+
+/// `lag(x, n) IGNORE NULLS` over the rows `[a, b)` of `chunk`, continuing from `before` (the last non-null values
+/// of `x` before row `a`, at most n), which it advances to row `b`.
+fn lag_ignore_nulls(
+    spec: &WindowSpec,
+    x: &WindowExpr,
+    chunk: &RecordBatch,
+    before: &mut ArrayRef,
+    a: usize,
+    b: usize,
+) -> Result<ArrayRef> {
+    let rows = b - a;
+    let part = chunk.slice(a, rows);
+    let (values, default) = spec.lag_inputs(x, &part)?;
+    let m = before.len();
+    // The carried values, then the segment's rows, as one partition; the carried rows' defaults are never read.
+    let joined = concat(&[before.as_ref(), values.as_ref()])?;
+    let defaults = concat(&[new_null_array(default.data_type(), m).as_ref(), default.as_ref()])?;
+    let layout = Layout::new(joined.len(), std::iter::once(0..joined.len()).collect(), vec![]);
+    let out = ranking::lag_ignore_nulls(&layout, &joined, x.offset as usize, &defaults)?;
+    let non_null = filter(&joined, &is_not_null(&joined)?)?;
+    let keep = non_null.len().min(x.offset as usize);
+    *before = non_null.slice(non_null.len() - keep, keep);
+    Ok(out.slice(m, rows))
 }

@@ -434,18 +434,7 @@ impl WindowSpec {
             Function::Rank => ranking::rank(layout, false),
             Function::DenseRank => ranking::rank(layout, true),
             Function::Lag | Function::Lead => {
-                let v = x.args[0].evaluate(chunk)?.into_array(n)?;
-                let default = match &x.default {
-                    Some(d) => {
-                        let d = d.evaluate(chunk)?.into_array(n)?;
-                        if d.data_type() == v.data_type() {
-                            d
-                        } else {
-                            cast(&d, v.data_type())?
-                        }
-                    }
-                    None => new_null_array(v.data_type(), n),
-                };
+                let (v, default) = self.lag_inputs(x, chunk)?;
                 if x.ignore_nulls {
                     ranking::lag_ignore_nulls(layout, &v, x.offset as usize, &default)?
                 } else {
@@ -549,6 +538,26 @@ impl WindowSpec {
             }
         };
         Ok((column, overflow_at))
+    }
+}
+
+impl WindowSpec {
+    /// LAG / LEAD: the argument and the default (evaluated on every row, NULL without one) over `chunk`.
+    pub(super) fn lag_inputs(&self, x: &WindowExpr, chunk: &RecordBatch) -> Result<(ArrayRef, ArrayRef)> {
+        let n = chunk.num_rows();
+        let v = x.args[0].evaluate(chunk)?.into_array(n)?;
+        let default = match &x.default {
+            Some(d) => {
+                let d = d.evaluate(chunk)?.into_array(n)?;
+                if d.data_type() == v.data_type() {
+                    d
+                } else {
+                    cast(&d, v.data_type())?
+                }
+            }
+            None => new_null_array(v.data_type(), n),
+        };
+        Ok((v, default))
     }
 }
 
