@@ -27,7 +27,7 @@ case class EmberWindowExec(
     "refold_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by refold / add-and-retract"),
     "segmented_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions evaluated in segments"),
     "window_segments" -> SQLMetrics.createMetric(sparkContext, "segments evaluated"),
-    "spilled_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions spilled (whole-partition aggregates)")
+    "spilled_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions spilled to disk")
   )
 
   override def simpleString(maxFields: Int): String =
