@@ -1695,3 +1695,32 @@ fn specs_that_cannot_spill_say_which_expression_keeps_them_in_memory() {
         assert_eq!(run.metric("spilled_partitions"), 0);
     }
 }
+
+/// A spilled partition read back in segments cut at peer-group boundaries (rank): one peer group larger than the
+/// pool is a clean `ResourcesExhausted` error, with the spill file deleted and the memory returned.
+#[test]
+fn a_peer_group_larger_than_the_pool_in_a_spilled_partition_is_a_clean_error() {
+    let mut rng = StdRng::seed_from_u64(35);
+    let mut data = sized_partitions(&mut rng, &[10, 20_000], false);
+    // The large partition's rows are all peers.
+    for d in &mut data.d[10..] {
+        *d = Some(7);
+    }
+    let ws = [
+        W { f: F::Sum, arg: 2, frame: rows(B::UP, B::UF), ansi: false },
+        W { f: F::Rank, arg: 2, frame: rows(B::UP, B::CR), ansi: false },
+    ];
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let plan = window_plan(exprs, true, 1024);
+    // run_spilling asserts that the memory is returned and no spill file is left.
+    let run = run_spilling(&plan, owned_batches(&data, &mut rng), 128 << 10, None);
+    let err = run.err.as_ref().expect("one peer group larger than the pool");
+    assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
+    assert!(err.to_string().contains("peer group cannot be cut"), "{err}");
+    assert_eq!(run.metric("spilled_partitions"), 1);
+    // The small partition came out first.
+    assert_eq!(run.rows.num_rows(), 10);
+    // Without rank, cuts fall anywhere: the same partition spills and is read back, with the reference's rows.
+    let (spilled, _) = check_spilling(&data, &ws[..1], &mut rng, 128 << 10, "one peer group, no rank");
+    assert_eq!(spilled, 1);
+}
