@@ -446,9 +446,12 @@ impl WindowStream {
         // The chunk and its scratch (frame bounds, prefixes, output columns) are reserved while it is evaluated.
         let scratch = self.spec.scratch_bytes_per_row() * chunk.num_rows() + chunk.get_array_memory_size();
         self.reservation.try_grow(scratch).map_err(|e| {
+            let why = match &self.spec.spill_blocker {
+                Some(b) => format!(" ({b} needs whole partitions in memory)"),
+                None => String::new(),
+            };
             DataFusionError::ResourcesExhausted(format!(
-                "Ember window: {} rows of complete partitions do not fit in memory to be evaluated, and this \
-                 window spec needs whole partitions (it cannot be evaluated in segments): {e}",
+                "Ember window: {} rows of complete partitions do not fit in memory to be evaluated{why}: {e}",
                 chunk.num_rows()
             ))
         })?;
