@@ -1132,7 +1132,7 @@ fn a_partition_that_does_not_fit_is_a_clean_error_only_for_whole_partition_specs
     let whole = [W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::UF), ansi: false }];
     let (out, _) = exec_window(&whole, true, input.clone(), 64 << 10);
     let err = out.unwrap_err().to_string();
-    assert!(err.contains("needs whole partitions"), "{err}");
+    assert!(err.contains("needs the whole partition in memory"), "{err}");
     // With room it runs.
     let (out, _) = exec_window(&whole, true, input.clone(), 1 << 30);
     assert_eq!(out.unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 20_000);
@@ -1183,9 +1183,19 @@ fn segmented_ranking_and_offsets_with_ties_across_segment_borders() {
             W { f: F::Rank, arg: 2, frame: any, ansi: false },
             W { f: F::DenseRank, arg: 2, frame: any, ansi: false },
         ];
-        for (f, arg) in
-            [(F::Lag(1), 2), (F::Lag(3), 3), (F::Lead(1), 4), (F::Lead(9), 2), (F::Lag(0), 2), (F::Lag(-1), 3)]
-        {
+        for (f, arg) in [
+            (F::Lag(1), 2),
+            (F::Lag(3), 3),
+            (F::Lead(1), 4),
+            (F::Lead(9), 2),
+            (F::Lag(0), 2),
+            (F::Lag(-1), 3),
+            // IGNORE NULLS: the last non-null values before a segment are carried, however far back.
+            (F::LagIgnoreNulls(1), 2),
+            (F::LagIgnoreNulls(2), 4),
+            (F::LagIgnoreNulls(5), 3),
+            (F::LagIgnoreNulls(0), 2),
+        ] {
             ws.push(W { f, arg, frame: any, ansi: false });
         }
         let (_, segments) = check_segments(&data, &ws, &mut rng, &format!("ranking ties={ties}"));
@@ -1250,6 +1260,8 @@ fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_m
         W { f: F::Max, arg: 3, frame: range(B::UP, B::CR), ansi: true },
         W { f: F::DenseRank, arg: 2, frame: rows(B::UP, B::CR), ansi: true },
         W { f: F::Lag(3), arg: 4, frame: rows(B::UP, B::CR), ansi: true },
+        // Carries its last non-null values across segments.
+        W { f: F::LagIgnoreNulls(2), arg: 2, frame: rows(B::UP, B::CR), ansi: true },
     ];
     let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
     // 256 KiB against ~3 MB of input (and ~20 MB of scratch to evaluate it whole): segments of the default
@@ -1357,4 +1369,358 @@ fn window_over_a_native_sort() {
     for c in 0..expected.num_columns() {
         assert_eq!(got.column(c).to_data(), expected.column(c).to_data(), "column {c}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Spilled partitions: whole-partition aggregates folded while the rows go to disk, the rest read back in
+// segments.
+
+/// Partitions of the given sizes (the first with a NULL key), with nulls, all-null partitions (index 3 mod 5),
+/// partitions whose doubles are all ±0.0 (1 mod 5: MIN / MAX keep the first of equal values), NaN (0 mod 4),
+/// 1e300 (0 mod 3), else doubles of magnitudes 1e-5 .. 1e13 whose sum's bits depend on the order of the fold;
+/// with `ties`, runs of equal order keys.
+fn sized_partitions(rng: &mut StdRng, sizes: &[usize], ties: bool) -> Data {
+    let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
+    for (p, &len) in sizes.iter().enumerate() {
+        let all_null = p % 5 == 3;
+        for i in 0..len {
+            data.k.push(if p == 0 { None } else { Some(p as i32 * 3) });
+            data.d.push(Some(if ties { (i / 3) as i64 } else { i as i64 * 10 }));
+            let null = all_null || rng.random_bool(0.2);
+            data.x.push((!null).then(|| rng.random_range(-1_000_000..1_000_000)));
+            data.y.push((!null && rng.random_bool(0.8)).then(|| rng.random_range(-1000..1000)));
+            let f = match rng.random_range(0..10) {
+                0 => -0.0,
+                1 => 0.0,
+                _ if p % 5 == 1 && rng.random_bool(0.5) => -0.0,
+                _ if p % 5 == 1 => 0.0,
+                2 if p % 4 == 0 => f64::NAN,
+                3 if p % 3 == 0 => 1e300,
+                _ => rng.random_range(-1e6..1e6) / 7.0 * 10f64.powi(rng.random_range(-5..8)),
+            };
+            data.f.push((!null && rng.random_bool(0.9)).then_some(f));
+        }
+    }
+    data
+}
+
+/// What a run with a spill directory gave: the rows, the error that ends them, the window's named metrics.
+struct SpillRun {
+    rows: RecordBatch,
+    err: Option<DataFusionError>,
+    metrics: Vec<(String, u64)>,
+    spilled_bytes: u64,
+    /// Spill files present when the plan was dropped.
+    files_held: usize,
+}
+
+impl SpillRun {
+    fn metric(&self, name: &str) -> u64 {
+        self.metrics.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+    }
+}
+
+/// [`batches`] whose buffers are their own (a slice reports, and reserves, its whole parent buffer).
+fn owned_batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
+    batches(data, rng)
+        .iter()
+        .map(|b| {
+            let idx = arrow::array::UInt32Array::from_iter_values(0..b.num_rows() as u32);
+            arrow::compute::take_record_batch(b, &idx).unwrap()
+        })
+        .collect()
+}
+
+fn files_under(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        n += if p.is_dir() { files_under(&p) } else { 1 };
+    }
+    n
+}
+
+/// Runs `plan` under a pool of `pool` bytes with spill files in a fresh directory; checks that the memory is
+/// returned and no spill file is left, also when the plan is dropped after `stop_after` batches.
+fn run_spilling(plan: &pb::Plan, input: Vec<RecordBatch>, pool: usize, stop_after: Option<usize>) -> SpillRun {
+    run_spilling_reader(plan, reader(input, schema()), pool, stop_after)
+}
+
+fn run_spilling_reader(
+    plan: &pb::Plan,
+    input: ember_engine::operators::input::BatchReader,
+    pool: usize,
+    stop_after: Option<usize>,
+) -> SpillRun {
+    let dir = tempfile::tempdir().unwrap();
+    let mut plan = plan.clone();
+    plan.config.as_mut().unwrap().spill_dirs = vec![dir.path().to_str().unwrap().to_string()];
+    let broker = Arc::new(FixedBroker::new(pool));
+    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![input], broker.clone()).unwrap();
+    let out_schema = p.output_schema().clone();
+    let mut out = vec![];
+    let mut err = None;
+    loop {
+        if stop_after.is_some_and(|n| out.len() >= n) {
+            break;
+        }
+        match p.next_batch() {
+            Ok(Some(b)) => out.push(b),
+            Ok(None) => break,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let window_id = plan.root.as_ref().unwrap().id;
+    let m = p.metrics().into_iter().find(|m| m.id == window_id).unwrap();
+    let files_held = files_under(dir.path());
+    drop(p);
+    assert_eq!(broker.used(), 0, "memory returned");
+    assert_eq!(files_under(dir.path()), 0, "spill files left");
+    SpillRun {
+        rows: concat_batches(&out_schema, &out).unwrap(),
+        err,
+        metrics: m.named.clone(),
+        spilled_bytes: m.spilled_bytes,
+        files_held,
+    }
+}
+
+/// Runs `ws` spilling (under `pool`) and in memory, prefix evaluation on and off, default and tiny segments, and
+/// compares with the reference (values bit for bit, ANSI overflow at the same row). Returns the spilled
+/// partitions of the spilling runs (the smallest count) and whether the reference overflowed.
+fn check_spilling(data: &Data, ws: &[W], rng: &mut StdRng, pool: usize, what: &str) -> (u64, bool) {
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let results: Vec<std::result::Result<ArrayRef, Overflow>> = ws.iter().map(|w| reference(data, w)).collect();
+    let first_overflow = results.iter().filter_map(|r| r.as_ref().err().map(|o| o.0)).min();
+    let input = owned_batches(data, rng);
+    let mut spilled = u64::MAX;
+    for (prefix, seg, pool) in [(true, 0, pool), (false, 0, pool), (true, 7, pool), (false, 0, 1 << 30)] {
+        let batch_size = rng.random_range(1..300);
+        let plan = with_segment_rows(window_plan(exprs.clone(), prefix, batch_size), seg);
+        let run = run_spilling(&plan, input.clone(), pool, None);
+        let what = format!("{what} prefix={prefix} segment_rows={seg} pool={pool}");
+        if pool < 1 << 30 {
+            spilled = spilled.min(run.metric("spilled_partitions"));
+            assert_eq!(run.metric("spilled_partitions") > 0, run.spilled_bytes > 0, "{what}");
+        } else {
+            assert_eq!(run.metric("spilled_partitions"), 0, "{what}");
+        }
+        match first_overflow {
+            Some(row) => {
+                assert_eq!(run.rows.num_rows(), row, "{what}: rows before the overflow");
+                assert_overflow_error(run.err.as_ref().unwrap_or_else(|| panic!("{what}: no error")));
+                // The rows before it are right too.
+                for (i, r) in results.iter().enumerate() {
+                    if let Ok(e) = r {
+                        assert_same(&run.rows.column(5 + i).clone(), &e.slice(0, row), &format!("{what} {:?}", ws[i]));
+                    }
+                }
+            }
+            None => {
+                assert!(run.err.is_none(), "{what}: {:?}", run.err);
+                assert_eq!(run.rows.num_rows(), data.k.len(), "{what}");
+                for (i, r) in results.iter().enumerate() {
+                    assert_same(run.rows.column(5 + i), r.as_ref().unwrap(), &format!("{what} {:?}", ws[i]));
+                }
+                assert_eq!(run.rows.column(2).as_ref(), &Int64Array::from(data.x.clone()) as &dyn Array);
+            }
+        }
+    }
+    (spilled, first_overflow.is_some())
+}
+
+/// Every whole-partition aggregate (ROWS and RANGE UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) over every
+/// measure type.
+fn whole_partition_aggregates(ansi: bool) -> Vec<W> {
+    [rows(B::UP, B::UF), range(B::UP, B::UF)].into_iter().flat_map(|f| aggregates(f, ansi)).collect()
+}
+
+/// Segmentable expressions beside them: running, sliding and peer frames, ranks, offsets.
+fn segmentable_companions(ansi: bool) -> Vec<W> {
+    let w = |f, arg, frame| W { f, arg, frame, ansi };
+    vec![
+        w(F::RowNumber, 2, rows(B::UP, B::CR)),
+        w(F::Sum, 2, rows(B::UP, B::CR)),
+        w(F::Sum, 4, rows(B::UP, B::CR)),
+        w(F::Sum, 2, rows(B::P(3), B::F(2))),
+        w(F::Avg, 4, rows(B::P(5), B::CR)),
+        w(F::Max, 4, rows(B::P(2), B::F(2))),
+        w(F::Min, 3, range(B::UP, B::CR)),
+        w(F::Count, 4, rows(B::CR, B::F(3))),
+        w(F::Lag(2), 2, rows(B::UP, B::CR)),
+        w(F::Lead(3), 4, rows(B::UP, B::CR)),
+        w(F::LagIgnoreNulls(1), 3, rows(B::UP, B::CR)),
+        w(F::LagIgnoreNulls(3), 4, rows(B::UP, B::CR)),
+    ]
+}
+
+#[test]
+fn whole_partition_aggregates_spill_and_match_the_reference() {
+    let mut rng = StdRng::seed_from_u64(30);
+    // Large partitions (spilled) among small ones (not), partitions of one row, all-null ones (one spilled), one
+    // spilled whose doubles are all ±0.0.
+    let sizes = [30, 1, 1500, 7, 1, 900, 1200, 3, 800, 2500, 12];
+    for ansi in [false, true] {
+        let data = sized_partitions(&mut rng, &sizes, false);
+        let mut ws = whole_partition_aggregates(ansi);
+        ws.extend(segmentable_companions(ansi));
+        let (spilled, overflow) = check_spilling(&data, &ws, &mut rng, 128 << 10, &format!("mixed ansi={ansi}"));
+        assert!(!overflow);
+        assert!(spilled >= 3 && spilled < sizes.len() as u64, "only the large partitions spill: {spilled}");
+        // Whole-partition aggregates alone.
+        let ws = whole_partition_aggregates(ansi);
+        let (spilled, _) = check_spilling(&data, &ws, &mut rng, 64 << 10, &format!("alone ansi={ansi}"));
+        assert!(spilled >= 3 && spilled < sizes.len() as u64, "{spilled}");
+    }
+}
+
+#[test]
+fn spilled_partitions_with_ties_rank_and_without_partition_keys() {
+    let mut rng = StdRng::seed_from_u64(31);
+    // Peer groups of 3 rows: rank / dense_rank and RANGE frames cut at peer-group boundaries when read back.
+    let data = sized_partitions(&mut rng, &[5, 3000, 1, 2000], true);
+    let w = |f, arg, frame| W { f, arg, frame, ansi: true };
+    let ws = vec![
+        w(F::Sum, 2, range(B::UP, B::UF)),
+        w(F::Avg, 4, rows(B::UP, B::UF)),
+        w(F::Max, 4, range(B::UP, B::UF)),
+        w(F::Rank, 2, rows(B::UP, B::CR)),
+        w(F::DenseRank, 2, rows(B::UP, B::CR)),
+        w(F::Sum, 4, range(B::UP, B::CR)),
+        w(F::Count, 2, range(B::CR, B::CR)),
+    ];
+    let (spilled, _) = check_spilling(&data, &ws, &mut rng, 256 << 10, "ties");
+    assert!(spilled >= 2, "{spilled}");
+    // OVER (): one partition of everything (no partition keys).
+    let data = sized_partitions(&mut rng, &[9000], false);
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let mut plan = window_plan(exprs.clone(), true, 512);
+    if let Some(pb::operator::Kind::Window(win)) = plan.root.as_mut().unwrap().kind.as_mut() {
+        win.partition_by.clear();
+    }
+    let input = owned_batches(&data, &mut rng);
+    let want = run_spilling(&plan, input.clone(), 1 << 30, None);
+    let got = run_spilling(&plan, input, 256 << 10, None);
+    assert!(want.err.is_none() && got.err.is_none(), "{:?} {:?}", want.err, got.err);
+    assert_eq!(got.metric("spilled_partitions"), 1);
+    assert_eq!(want.metric("spilled_partitions"), 0);
+    for (i, w) in ws.iter().enumerate() {
+        assert_same(got.rows.column(5 + i), want.rows.column(5 + i), &format!("OVER () {w:?}"));
+    }
+}
+
+#[test]
+fn spilled_ansi_overflow_at_the_same_row_as_the_reference() {
+    let mut rng = StdRng::seed_from_u64(32);
+    let sum = |frame| W { f: F::Sum, arg: 2, frame, ansi: true };
+    let base = sized_partitions(&mut rng, &[20, 3000, 15], false);
+    // The whole-partition fold of the large partition overflows far in: Spark raises before its first row.
+    let mut data =
+        Data { k: base.k.clone(), d: base.d.clone(), x: base.x.clone(), y: base.y.clone(), f: base.f.clone() };
+    data.x[20 + 2500] = Some(i64::MAX);
+    data.x[20 + 2501] = Some(i64::MAX);
+    let ws = [sum(rows(B::UP, B::UF)), sum(rows(B::UP, B::CR)), sum(rows(B::P(1), B::CR))];
+    let (spilled, overflow) = check_spilling(&data, &ws, &mut rng, 256 << 10, "whole overflow");
+    assert!(overflow && spilled == 1, "{spilled}");
+    // A sliding frame overflows while no prefix does: [.., MAX, 1, -MAX, ..] after a negative prefix. The rows
+    // of the spilled partition before it come out first.
+    let mut data =
+        Data { k: base.k.clone(), d: base.d.clone(), x: base.x.clone(), y: base.y.clone(), f: base.f.clone() };
+    for v in &mut data.x[20..3020] {
+        *v = v.map(|v| -(v.abs()) - 1);
+    }
+    data.x[20 + 2000] = Some(i64::MAX);
+    data.x[20 + 2001] = Some(1);
+    data.x[20 + 2002] = Some(-i64::MAX);
+    let (spilled, overflow) = check_spilling(&data, &ws, &mut rng, 256 << 10, "sliding overflow");
+    assert!(overflow && spilled == 1, "{spilled}");
+    // Without the whole-partition sum the large partition is evaluated in segments, no spill, the same row.
+    let (spilled, overflow) = check_spilling(&data, &ws[1..], &mut rng, 256 << 10, "sliding overflow, no whole");
+    assert!(overflow && spilled == 0, "{spilled}");
+}
+
+#[test]
+fn dropped_while_spilling_or_reading_back_leaves_no_file_and_no_memory() {
+    let mut rng = StdRng::seed_from_u64(33);
+    let data = sized_partitions(&mut rng, &[10, 5000, 3, 5000], false);
+    let mut ws = whole_partition_aggregates(false);
+    ws.extend(segmentable_companions(false));
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let plan = window_plan(exprs, true, 64);
+    let input = owned_batches(&data, &mut rng);
+    // run_spilling asserts the memory is back and the directory empty after the plan is dropped.
+    let mut held = 0;
+    for stop in [0, 1, 3, 20, 80, 90, 160] {
+        let run = run_spilling(&plan, input.clone(), 256 << 10, Some(stop));
+        assert!(run.err.is_none());
+        held += (run.files_held > 0) as usize;
+    }
+    assert!(held >= 3, "dropped while a spill file was read back: {held} times");
+    // An input error while the large partition spills (its batches 1..=40 of ~80 written).
+    let failing: Vec<_> = input[..41].iter().cloned().map(Ok).collect();
+    let failing =
+        failing.into_iter().chain(std::iter::once(Err(arrow::error::ArrowError::ComputeError("input failed".into()))));
+    let failing = Box::new(arrow::record_batch::RecordBatchIterator::new(failing, schema()));
+    let run = run_spilling_reader(&plan, failing, 256 << 10, None);
+    assert!(run.err.as_ref().is_some_and(|e| e.to_string().contains("input failed")), "{:?}", run.err);
+    assert_eq!(run.metric("spilled_partitions"), 1);
+}
+
+#[test]
+fn specs_that_cannot_spill_say_which_expression_keeps_them_in_memory() {
+    let mut rng = StdRng::seed_from_u64(34);
+    let (_, input) = one_big_partition(&mut rng, 20_000);
+    let whole = W { f: F::Sum, arg: 2, frame: rows(B::UP, B::UF), ansi: false };
+    for (blocker, desc) in [
+        (
+            W { f: F::Sum, arg: 2, frame: rows(B::P(2), B::UF), ansi: false },
+            "Sum OVER (Rows BETWEEN Preceding(2) AND UnboundedFollowing)",
+        ),
+        (
+            W { f: F::Max, arg: 4, frame: range(B::CR, B::UF), ansi: false },
+            "Max OVER (Range BETWEEN CurrentRow AND UnboundedFollowing)",
+        ),
+        (
+            W { f: F::Count, arg: 2, frame: rows(B::CR, B::UF), ansi: false },
+            "Count OVER (Rows BETWEEN CurrentRow AND UnboundedFollowing)",
+        ),
+    ] {
+        let exprs = vec![pb_window_expr(&whole, 0), pb_window_expr(&blocker, 1)];
+        let run = run_spilling(&window_plan(exprs, true, 1024), input.clone(), 256 << 10, None);
+        let err = run.err.as_ref().expect("does not fit").to_string();
+        assert!(err.contains(&format!("window expression `w1` ({desc}) needs the whole partition")), "{err}");
+        assert_eq!(run.metric("spilled_partitions"), 0);
+    }
+}
+
+/// A spilled partition read back in segments cut at peer-group boundaries (rank): one peer group larger than the
+/// pool is a clean `ResourcesExhausted` error, with the spill file deleted and the memory returned.
+#[test]
+fn a_peer_group_larger_than_the_pool_in_a_spilled_partition_is_a_clean_error() {
+    let mut rng = StdRng::seed_from_u64(35);
+    let mut data = sized_partitions(&mut rng, &[10, 20_000], false);
+    // The large partition's rows are all peers.
+    for d in &mut data.d[10..] {
+        *d = Some(7);
+    }
+    let ws = [
+        W { f: F::Sum, arg: 2, frame: rows(B::UP, B::UF), ansi: false },
+        W { f: F::Rank, arg: 2, frame: rows(B::UP, B::CR), ansi: false },
+    ];
+    let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
+    let plan = window_plan(exprs, true, 1024);
+    // run_spilling asserts that the memory is returned and no spill file is left.
+    let run = run_spilling(&plan, owned_batches(&data, &mut rng), 128 << 10, None);
+    let err = run.err.as_ref().expect("one peer group larger than the pool");
+    assert!(matches!(err, DataFusionError::ResourcesExhausted(_)), "{err}");
+    assert!(err.to_string().contains("peer group cannot be cut"), "{err}");
+    assert_eq!(run.metric("spilled_partitions"), 1);
+    // The small partition came out first.
+    assert_eq!(run.rows.num_rows(), 10);
+    // Without rank, cuts fall anywhere: the same partition spills and is read back, with the reference's rows.
+    let (spilled, _) = check_spilling(&data, &ws[..1], &mut rng, 128 << 10, "one peer group, no rank");
+    assert_eq!(spilled, 1);
 }

@@ -3,6 +3,7 @@
 pub mod adaptive_aggregate;
 pub mod input;
 pub mod prefix_window;
+pub(crate) mod spill;
 pub mod spilling_hash_join;
 
 pub use adaptive_aggregate::AdaptiveAggregateExec;

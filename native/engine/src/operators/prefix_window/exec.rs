@@ -9,7 +9,10 @@ use datafusion_execution::memory_pool::MemoryConsumer;
 use datafusion_execution::TaskContext;
 use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion_physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion_physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, SpillMetrics,
+};
+use datafusion_physical_plan::spill::SpillManager;
 use datafusion_physical_plan::ExecutionPlanProperties;
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
@@ -115,12 +118,18 @@ impl ExecutionPlan for PrefixWindowExec {
             refold: MetricBuilder::new(&self.metrics).counter("refold_frames", partition),
             segmented_partitions: MetricBuilder::new(&self.metrics).counter("segmented_partitions", partition),
             segments: MetricBuilder::new(&self.metrics).counter("window_segments", partition),
+            spilled_partitions: MetricBuilder::new(&self.metrics).counter("spilled_partitions", partition),
         };
+        // Spill files of partitions too large for memory (metrics `spill_count`, `spilled_bytes`, `spilled_rows`).
+        let spill =
+            SpillManager::new(context.runtime_env(), SpillMetrics::new(&self.metrics, partition), self.input.schema())
+                .with_compression_type(context.session_config().spill_compression());
         Ok(Box::pin(WindowStream::new(
             input,
             self.spec.clone(),
             self.schema.clone(),
             reservation,
+            spill,
             BaselineMetrics::new(&self.metrics, partition),
             counters,
             context.session_config().batch_size(),

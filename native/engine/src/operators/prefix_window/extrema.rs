@@ -165,3 +165,40 @@ pub fn combine(carry: &ArrayRef, local: &ArrayRef, max: bool) -> Result<ArrayRef
         other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
     })
 }
+
+fn reduce_typed<T: ArrowPrimitiveType>(values: &PrimitiveArray<T>, max: bool) -> ArrayRef
+where
+    T::Native: SparkOrd,
+{
+    let better = if max { Ordering::Greater } else { Ordering::Less };
+    let mut best: Option<T::Native> = None;
+    for v in values.iter().flatten() {
+        // The earlier value stays unless a later one is strictly better, as in Spark's fold.
+        if best.is_none_or(|b| v.spark_cmp(b) == better) {
+            best = Some(v);
+        }
+    }
+    let out: PrimitiveArray<T> = std::iter::once(best).collect();
+    Arc::new(out.with_data_type(values.data_type().clone()))
+}
+
+/// MIN (`max == false`) or MAX of all of `values`, as one value (NULL when every value is): Spark's fold over
+/// a whole frame.
+pub fn reduce(values: &ArrayRef, max: bool) -> Result<ArrayRef> {
+    macro_rules! typed {
+        ($t:ty) => {
+            reduce_typed(values.as_primitive::<$t>(), max)
+        };
+    }
+    Ok(match values.data_type() {
+        DataType::Int8 => typed!(t::Int8Type),
+        DataType::Int16 => typed!(t::Int16Type),
+        DataType::Int32 => typed!(t::Int32Type),
+        DataType::Int64 => typed!(t::Int64Type),
+        DataType::Float32 => typed!(t::Float32Type),
+        DataType::Float64 => typed!(t::Float64Type),
+        DataType::Date32 => typed!(t::Date32Type),
+        DataType::Timestamp(t::TimeUnit::Microsecond, _) => typed!(t::TimestampMicrosecondType),
+        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
+    })
+}

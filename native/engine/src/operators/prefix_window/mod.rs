@@ -29,14 +29,31 @@
 //! slices of the evaluated chunk, handed on as they are pulled.
 //!
 //! When every expression needs only a bounded neighbourhood of each row (no UNBOUNDED FOLLOWING, RANGE frames
-//! ending at the current row, no `lag … IGNORE NULLS`), an open partition longer than `Window.segment_rows` — or
-//! one the pool refuses to hold — is evaluated in segments ([`segment`]): each segment with the rows its frames
-//! and offsets reach before and after it, running folds / extrema / ranks carried across, bit for bit the
+//! ending at the current row), an open partition longer than `Window.segment_rows` — or one the pool refuses to
+//! hold — is evaluated in segments ([`segment`]): each segment with the rows its frames and offsets reach before
+//! and after it, running folds / extrema / ranks and the last n non-null values of `lag(x, n) IGNORE NULLS`
+//! carried across, bit for bit the
 //! whole-partition result (ANSI overflow at the same row); segments shrink while the pool refuses their scratch.
 //! Memory is then O(segment + lookback + lookahead) rows whatever the partition's length (metrics
-//! `segmented_partitions`, `window_segments`). For other specs a partition larger than the pool grants is a
-//! `ResourcesExhausted` error: they do not spill; nor does a single peer group larger than the pool when cuts
-//! must fall between peer groups (rank, dense_rank, RANGE frames).
+//! `segmented_partitions`, `window_segments`).
+//!
+//! When the only expressions that need the whole partition are aggregates (SUM / COUNT / AVG / MIN / MAX) over
+//! the whole partition (ROWS or RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING: `sum(x) OVER
+//! (PARTITION BY k)`, `OVER ()`), an open partition the pool refuses **spills**: its rows go to an Arrow IPC spill
+//! file (DataFusion's `SpillManager`, in full-size batches through [`crate::operators::spill`]) while those
+//! aggregates fold over them forward, in Spark's order ([`whole`]: double sums keep Spark's bits, an ANSI
+//! `ARITHMETIC_OVERFLOW` comes before any row of the partition, as Spark's `UnboundedWindowFunctionFrame`
+//! raises it when the partition starts). Once the partition ends, the file is read back batch by batch and the
+//! other expressions are evaluated in segments as above, the whole-partition columns filled with the folded
+//! values; the input is read on after it. Memory is then one staging batch while spilling, and a segment with
+//! its context while reading back, whatever the partition's length. The file is deleted when the partition is
+//! read back, on error and on drop (metrics `spilled_partitions`, and DataFusion's `spill_count`,
+//! `spilled_bytes`, `spilled_rows`).
+//!
+//! Other specs (frames from n PRECEDING / CURRENT ROW / n FOLLOWING to UNBOUNDED FOLLOWING, RANGE frames beyond
+//! the peer group, offsets above 2^20) neither segment nor spill: a partition larger than
+//! the pool grants is a `ResourcesExhausted` error naming the expression that keeps it in memory; so is a single
+//! peer group larger than the pool when cuts must fall between peer groups (rank, dense_rank, RANGE frames).
 mod exec;
 pub mod extrema;
 pub mod frames;
@@ -46,6 +63,7 @@ pub mod refold;
 pub mod segment;
 pub mod spec;
 mod stream;
+pub mod whole;
 
 pub use exec::PrefixWindowExec;
 pub use frames::{Bound, Frame, FrameUnit};

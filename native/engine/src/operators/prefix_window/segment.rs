@@ -4,7 +4,8 @@
 //! A spec is segmentable when every expression needs only a bounded neighbourhood of each row plus state carried
 //! from the rows before ([`Segmentation::of`]): ROWS frames with PRECEDING / CURRENT ROW / FOLLOWING bounds, running
 //! frames (ROWS UNBOUNDED PRECEDING AND a bounded upper bound, RANGE UNBOUNDED PRECEDING AND CURRENT ROW),
-//! RANGE CURRENT ROW AND CURRENT ROW, `row_number`, `rank`, `dense_rank`, `lag` / `lead` (not IGNORE NULLS).
+//! RANGE CURRENT ROW AND CURRENT ROW, `row_number`, `rank`, `dense_rank`, `lag` / `lead` (also `lag … IGNORE
+//! NULLS`).
 //!
 //! The open partition's rows `[a, b)` are evaluated as one chunk that also holds the `lookback` rows before `a`
 //! and at least `lookahead` rows after `b`: the chunk is evaluated as if it were the partition (frame bounds
@@ -19,18 +20,24 @@
 //!   `ARITHMETIC_OVERFLOW` at the same row (the running fold's partial sums are the partition's prefixes) and
 //!   double sums keep their bits;
 //! * running MIN / MAX: the extremum so far, combined with the chunk's (MIN/MAX is idempotent, the context rows
-//!   counted twice do not matter; on ties the earlier value stays, as Spark's fold keeps it).
+//!   counted twice do not matter; on ties the earlier value stays, as Spark's fold keeps it);
+//! * `lag(x, n) IGNORE NULLS`: the last n non-null values of `x` before the segment (however far back), put
+//!   before the segment's rows and advanced past them;
+//! * whole-partition aggregates of a spilled partition read back: their folded value ([`super::whole`]).
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, UInt32Array};
+use arrow::array::{
+    new_empty_array, new_null_array, Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch,
+    UInt32Array,
+};
 use arrow::buffer::NullBuffer;
-use arrow::compute::{cast, take};
+use arrow::compute::{cast, concat, filter, is_not_null, take};
 use arrow::datatypes::{DataType, Int32Type};
 use datafusion_common::Result;
 
-use super::extrema;
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::spec::{eval_all, is_integral, FrameCounters, Function, WindowExpr, WindowSpec};
+use super::{extrema, ranking};
 
 /// Rows per segment when the plan does not say (`Window.segment_rows = 0`).
 pub const DEFAULT_SEGMENT_ROWS: usize = 16 * 1024;
@@ -50,15 +57,20 @@ pub struct Segmentation {
 
 impl Segmentation {
     /// `None` when some expression needs the whole partition (UNBOUNDED FOLLOWING, RANGE frames beyond the peer
-    /// group, `lag ... IGNORE NULLS`, offsets above 2^20).
-    pub fn of(exprs: &[WindowExpr], needs_peers: bool) -> Option<Self> {
+    /// group, offsets above 2^20).
+    pub fn of<'a>(exprs: impl IntoIterator<Item = &'a WindowExpr>, needs_peers: bool) -> Option<Self> {
         let (mut back, mut ahead) = (0u64, 0u64);
         for x in exprs {
             match x.function {
                 Function::RowNumber | Function::Rank | Function::DenseRank => {}
                 Function::Lag | Function::Lead => {
                     if x.ignore_nulls {
-                        return None;
+                        // The last `offset` non-null values before a segment are carried
+                        // ([`Carry::IgnoreNulls`]), however far back they are.
+                        if x.offset.unsigned_abs() > MAX_CONTEXT {
+                            return None;
+                        }
+                        continue;
                     }
                     let shift = if x.function == Function::Lag { x.offset.saturating_neg() } else { x.offset };
                     if shift < 0 {
@@ -99,6 +111,32 @@ impl Segmentation {
     }
 }
 
+/// Whether `x` is an aggregate over its whole partition (ROWS or RANGE BETWEEN UNBOUNDED PRECEDING AND
+/// UNBOUNDED FOLLOWING): one value per partition, which a spilled partition folds while its rows go to disk.
+pub fn whole_partition(x: &WindowExpr) -> bool {
+    matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max)
+        && x.frame.lower == Bound::UnboundedPreceding
+        && x.frame.upper == Bound::UnboundedFollowing
+}
+
+/// The first expression that needs its whole partition and is not a whole-partition aggregate (so the spec can
+/// neither be evaluated in segments nor spill), described for an error message.
+pub fn spill_blocker(exprs: &[WindowExpr]) -> Option<String> {
+    exprs.iter().find(|x| !whole_partition(x) && Segmentation::of([*x], false).is_none()).map(|x| {
+        let what = match x.function {
+            Function::Lag | Function::Lead if x.ignore_nulls => {
+                format!("{:?}(offset {}) IGNORE NULLS", x.function, x.offset)
+            }
+            Function::Lag | Function::Lead => format!("{:?}(offset {})", x.function, x.offset),
+            f => {
+                let fr = x.frame;
+                format!("{f:?} OVER ({:?} BETWEEN {:?} AND {:?})", fr.unit, fr.lower, fr.upper)
+            }
+        };
+        format!("window expression `{}` ({what})", x.name)
+    })
+}
+
 fn running(frame: &Frame) -> bool {
     frame.lower == Bound::UnboundedPreceding
 }
@@ -107,7 +145,7 @@ fn running(frame: &Frame) -> bool {
 #[derive(Debug, Default, Clone)]
 pub struct Running {
     /// Rows of the partition folded so far.
-    pos: usize,
+    pub(super) pos: usize,
     exact: i128,
     wrapping: i64,
     double: f64,
@@ -124,6 +162,10 @@ pub enum Carry {
     Running(Running),
     /// Running MIN / MAX so far (one value, possibly NULL), none before the first segment.
     Extremum(Option<ArrayRef>),
+    /// A whole-partition aggregate of a spilled partition: its value (one row), folded while the rows spilled.
+    Whole(ArrayRef),
+    /// `lag(x, n) IGNORE NULLS`: the last (at most n) non-null values of `x` before the segment, oldest first.
+    IgnoreNulls(ArrayRef),
 }
 
 /// The state of the open partition once it is evaluated in segments.
@@ -134,6 +176,9 @@ pub struct OpenPartition {
     /// Rows of the partition already handed out.
     pub emitted: usize,
     pub carries: Vec<Carry>,
+    /// Read back from a spill file ([`WholeFolds`]): whole-partition aggregates are [`Carry::Whole`], the other
+    /// expressions are evaluated in segments under [`super::spec::WindowSpec::spill`].
+    pub spilled: bool,
 }
 
 impl OpenPartition {
@@ -143,6 +188,7 @@ impl OpenPartition {
             .iter()
             .map(|x| match x.function {
                 Function::DenseRank => Carry::Dense(0),
+                Function::Lag if x.ignore_nulls => Carry::IgnoreNulls(new_empty_array(&x.result_type)),
                 Function::Sum | Function::Count | Function::Avg if running(&x.frame) => {
                     Carry::Running(Running::default())
                 }
@@ -150,17 +196,29 @@ impl OpenPartition {
                 _ => Carry::None,
             })
             .collect();
-        Self { dropped: 0, emitted: 0, carries }
+        Self { dropped: 0, emitted: 0, carries, spilled: false }
+    }
+
+    /// A spilled partition about to be read back, with the values of its whole-partition aggregates.
+    pub fn spilled(spec: &WindowSpec, wholes: Vec<Option<ArrayRef>>) -> Self {
+        let mut open = Self::new(spec);
+        for (carry, whole) in open.carries.iter_mut().zip(wholes) {
+            if let Some(v) = whole {
+                *carry = Carry::Whole(v);
+            }
+        }
+        open.spilled = true;
+        open
     }
 }
 
 /// The largest `b` in `(a, limit]` where a segment of `chunk` (rows of one partition) may end: any row, or
 /// under peer alignment the first row of a peer group (so `b < chunk rows`).
-pub fn cut(spec: &WindowSpec, chunk: &RecordBatch, a: usize, limit: usize) -> Result<Option<usize>> {
+pub fn cut(spec: &WindowSpec, seg: Segmentation, chunk: &RecordBatch, a: usize, limit: usize) -> Result<Option<usize>> {
     if limit <= a {
         return Ok(None);
     }
-    if !spec.segmentation.is_some_and(|s| s.peer_aligned) {
+    if !seg.peer_aligned {
         return Ok(Some(limit));
     }
     let keys = eval_all(&spec.order_by, chunk)?;
@@ -185,8 +243,10 @@ pub fn evaluate_segment(
     let layout = Layout::new(n, std::iter::once(0..n).filter(|r| !r.is_empty()).collect(), peers);
     let (values, prefixes) = spec.measures_of(chunk)?;
     let mut frames = std::collections::HashMap::new();
-    for x in &spec.exprs {
-        if matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max) {
+    for (x, carry) in spec.exprs.iter().zip(&open.carries) {
+        if matches!(x.function, Function::Sum | Function::Count | Function::Avg | Function::Min | Function::Max)
+            && !matches!(carry, Carry::Whole(_))
+        {
             frames.entry(x.frame).or_insert_with(|| {
                 let (mut s, mut e) = x.frame.bounds(&layout);
                 // Context rows before the segment: empty frames (their values are not handed out).
@@ -202,7 +262,11 @@ pub fn evaluate_segment(
     let mut out = Vec::with_capacity(spec.exprs.len());
     let mut overflow_at: Option<usize> = None;
     for (x, carry) in spec.exprs.iter().zip(open.carries.iter_mut()) {
-        let (column, overflow) = if let Carry::Running(r) = carry {
+        let (column, overflow) = if let Carry::Whole(v) = carry {
+            (take(v, &UInt32Array::from(vec![0u32; rows]), None)?, None)
+        } else if let Carry::IgnoreNulls(before) = carry {
+            (lag_ignore_nulls(spec, x, chunk, before, a, b)?, None)
+        } else if let Carry::Running(r) = carry {
             let (_, ends) = &frames[&x.frame];
             let prefixed = x.measure.is_some_and(|m| prefixes[m].is_some())
                 && (x.function == Function::Count || is_integral(values[x.measure.unwrap()].data_type()));
@@ -264,7 +328,7 @@ fn shift_ints(column: &ArrayRef, by: i32) -> ArrayRef {
 
 /// A running SUM / COUNT / AVG over `[a, b)`: the fold carried in `r` continued up to each row's frame end.
 #[allow(clippy::too_many_arguments)]
-fn fold_running(
+pub(super) fn fold_running(
     x: &WindowExpr,
     r: &mut Running,
     chunk: &RecordBatch,
@@ -354,4 +418,29 @@ fn fold_running(
     };
     r.pos = dropped + p;
     Ok((column, overflow_at))
+}
+
+/// `lag(x, n) IGNORE NULLS` over the rows `[a, b)` of `chunk`, continuing from `before` (the last non-null values
+/// of `x` before row `a`, at most n), which it advances to row `b`.
+fn lag_ignore_nulls(
+    spec: &WindowSpec,
+    x: &WindowExpr,
+    chunk: &RecordBatch,
+    before: &mut ArrayRef,
+    a: usize,
+    b: usize,
+) -> Result<ArrayRef> {
+    let rows = b - a;
+    let part = chunk.slice(a, rows);
+    let (values, default) = spec.lag_inputs(x, &part)?;
+    let m = before.len();
+    // The carried values, then the segment's rows, as one partition; the carried rows' defaults are never read.
+    let joined = concat(&[before.as_ref(), values.as_ref()])?;
+    let defaults = concat(&[new_null_array(default.data_type(), m).as_ref(), default.as_ref()])?;
+    let layout = Layout::new(joined.len(), std::iter::once(0..joined.len()).collect(), vec![]);
+    let out = ranking::lag_ignore_nulls(&layout, &joined, x.offset as usize, &defaults)?;
+    let non_null = filter(&joined, &is_not_null(&joined)?)?;
+    let keep = non_null.len().min(x.offset as usize);
+    *before = non_null.slice(non_null.len() - keep, keep);
+    Ok(out.slice(m, rows))
 }

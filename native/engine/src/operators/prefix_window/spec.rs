@@ -15,7 +15,7 @@ use ember_proto as pb;
 
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::prefix::{exact_double_partitions, Prefix};
-use super::segment::{Segmentation, DEFAULT_SEGMENT_ROWS};
+use super::segment::{spill_blocker, whole_partition, Segmentation, DEFAULT_SEGMENT_ROWS};
 use super::{extrema, ranking, refold};
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
@@ -94,6 +94,8 @@ pub struct FrameCounters {
     pub segmented_partitions: Count,
     /// Segments evaluated.
     pub segments: Count,
+    /// Partitions spilled to disk (whole-partition aggregates folded on the way, the rest read back in segments).
+    pub spilled_partitions: Count,
 }
 
 #[derive(Debug)]
@@ -108,6 +110,12 @@ pub struct WindowSpec {
     pub segment_rows: usize,
     /// How a large partition is evaluated in segments; `None` when some expression needs the whole partition.
     pub segmentation: Option<Segmentation>,
+    /// When `segmentation` is `None` only because of whole-partition aggregates (UNBOUNDED PRECEDING AND
+    /// UNBOUNDED FOLLOWING): how the other expressions of a spilled partition are evaluated in segments as its
+    /// rows are read back ([`super::whole`]).
+    pub spill: Option<Segmentation>,
+    /// Otherwise, the expression that keeps a partition from being evaluated in segments or spilling.
+    pub spill_blocker: Option<String>,
 }
 
 pub(super) fn is_integral(dt: &DataType) -> bool {
@@ -169,6 +177,12 @@ impl WindowSpec {
                     && (x.frame.lower == Bound::CurrentRow || x.frame.upper == Bound::CurrentRow))
         });
         let segmentation = Segmentation::of(&exprs, needs_peers);
+        let spill = if segmentation.is_none() && exprs.iter().any(whole_partition) {
+            Segmentation::of(exprs.iter().filter(|x| !whole_partition(x)), needs_peers)
+        } else {
+            None
+        };
+        let spill_blocker = spill_blocker(&exprs);
         let segment_rows =
             if w.segment_rows == 0 { DEFAULT_SEGMENT_ROWS } else { w.segment_rows.min(1 << 40) as usize };
         Ok(Self {
@@ -180,6 +194,8 @@ impl WindowSpec {
             needs_peers,
             segment_rows,
             segmentation,
+            spill,
+            spill_blocker,
         })
     }
 
@@ -418,18 +434,7 @@ impl WindowSpec {
             Function::Rank => ranking::rank(layout, false),
             Function::DenseRank => ranking::rank(layout, true),
             Function::Lag | Function::Lead => {
-                let v = x.args[0].evaluate(chunk)?.into_array(n)?;
-                let default = match &x.default {
-                    Some(d) => {
-                        let d = d.evaluate(chunk)?.into_array(n)?;
-                        if d.data_type() == v.data_type() {
-                            d
-                        } else {
-                            cast(&d, v.data_type())?
-                        }
-                    }
-                    None => new_null_array(v.data_type(), n),
-                };
+                let (v, default) = self.lag_inputs(x, chunk)?;
                 if x.ignore_nulls {
                     ranking::lag_ignore_nulls(layout, &v, x.offset as usize, &default)?
                 } else {
@@ -533,6 +538,26 @@ impl WindowSpec {
             }
         };
         Ok((column, overflow_at))
+    }
+}
+
+impl WindowSpec {
+    /// LAG / LEAD: the argument and the default (evaluated on every row, NULL without one) over `chunk`.
+    pub(super) fn lag_inputs(&self, x: &WindowExpr, chunk: &RecordBatch) -> Result<(ArrayRef, ArrayRef)> {
+        let n = chunk.num_rows();
+        let v = x.args[0].evaluate(chunk)?.into_array(n)?;
+        let default = match &x.default {
+            Some(d) => {
+                let d = d.evaluate(chunk)?.into_array(n)?;
+                if d.data_type() == v.data_type() {
+                    d
+                } else {
+                    cast(&d, v.data_type())?
+                }
+            }
+            None => new_null_array(v.data_type(), n),
+        };
+        Ok((v, default))
     }
 }
 

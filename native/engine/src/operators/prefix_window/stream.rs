@@ -1,5 +1,7 @@
 //! The operator's state machine: buffer input until partitions are complete, evaluate each chunk of complete
-//! partitions in one go, and hand the result out in batches of the session's batch size.
+//! partitions in one go, and hand the result out in batches of the session's batch size. A large open partition
+//! is evaluated in segments as it grows, or (whole-partition aggregates) spilled while they fold, then read back
+//! and evaluated in segments before the input is read on.
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,14 +12,30 @@ use arrow::compute::{concat, concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
 use datafusion_common::{DataFusionError, Result};
 use datafusion_execution::memory_pool::MemoryReservation;
+use datafusion_execution::spill_file::SpillFile;
 use datafusion_execution::RecordBatchStream;
 use datafusion_physical_plan::metrics::BaselineMetrics;
+use datafusion_physical_plan::spill::SpillManager;
 use datafusion_physical_plan::SendableRecordBatchStream;
 use futures::{Stream, StreamExt};
 
 use super::prefix::long_overflow;
-use super::segment::{self, OpenPartition};
+use super::segment::{self, OpenPartition, Segmentation};
 use super::spec::{FrameCounters, WindowSpec};
+use super::whole::WholeFolds;
+use crate::operators::spill::{read_compacted, CoalescingWriter};
+
+/// The open partition being written to a spill file, its whole-partition aggregates folded on the way.
+struct Spilling {
+    writer: CoalescingWriter,
+    folds: WholeFolds,
+}
+
+/// A spilled partition being read back (the file is deleted once the last reference to it goes).
+struct Readback {
+    stream: SendableRecordBatchStream,
+    _file: Arc<dyn SpillFile>,
+}
 
 pub struct WindowStream {
     input: SendableRecordBatchStream,
@@ -34,16 +52,26 @@ pub struct WindowStream {
     counters: FrameCounters,
     batch_size: usize,
     done: bool,
-    /// Set while the open partition is evaluated in segments.
+    /// Set while the open partition is evaluated in segments (also while a spilled one is read back).
     open: Option<OpenPartition>,
+    spill_manager: SpillManager,
+    /// Set while the open partition is being spilled.
+    spilling: Option<Spilling>,
+    /// Set while a spilled partition is read back; the input is read on only after it.
+    readback: Option<Readback>,
+    /// The rest of the input batch that ended a spilled partition, pushed once it is read back.
+    deferred: Option<RecordBatch>,
+    input_ended: bool,
 }
 
 impl WindowStream {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         input: SendableRecordBatchStream,
         spec: Arc<WindowSpec>,
         schema: SchemaRef,
         reservation: MemoryReservation,
+        spill_manager: SpillManager,
         baseline: BaselineMetrics,
         counters: FrameCounters,
         batch_size: usize,
@@ -61,6 +89,11 @@ impl WindowStream {
             batch_size: batch_size.max(1),
             done: false,
             open: None,
+            spill_manager,
+            spilling: None,
+            readback: None,
+            deferred: None,
+            input_ended: false,
         }
     }
 
@@ -68,23 +101,33 @@ impl WindowStream {
         self.pending.iter().map(|b| b.num_rows()).sum()
     }
 
-    /// Reserves what the pending rows hold. A refusal is an error when the rows cannot be evaluated in segments
-    /// (the spec needs whole partitions, or one peer group is larger than memory): such partitions do not spill.
+    /// How the open partition is evaluated in segments, if it can be: its spec's segmentation, or for a
+    /// spilled partition read back, that of its expressions other than the whole-partition aggregates.
+    fn segmentation(&self) -> Option<Segmentation> {
+        segmentation_of(&self.spec, self.open.as_ref())
+    }
+
+    /// Reserves what the pending rows hold. A refusal is an error when the rows can neither be evaluated in
+    /// segments nor spill (the spec needs whole partitions, or one peer group is larger than memory).
     fn reserve_pending(&mut self) -> Result<()> {
         let mut bytes: usize = self.pending.iter().map(|b| b.get_array_memory_size()).sum();
-        if self.spec.segmentation.is_some() {
+        let segmentation = self.segmentation();
+        if segmentation.is_some() || self.spec.spill.is_some() {
             // Room to evaluate them too, so that a refusal leaves room for a segment.
             bytes += self.spec.scratch_bytes_per_row() * self.pending_rows();
         }
         self.reservation.try_resize(bytes).map_err(|e| {
+            let why = match (segmentation, &self.spec.spill_blocker) {
+                (Some(_), _) => "its current peer group cannot be cut into segments".to_string(),
+                (None, Some(b)) => format!(
+                    "{b} needs the whole partition in memory (this window spec can neither be evaluated in \
+                     segments nor spill)"
+                ),
+                (None, None) => "this window spec needs whole partitions".to_string(),
+            };
             DataFusionError::ResourcesExhausted(format!(
-                "Ember window: a partition of {} rows (so far) does not fit in memory, and {}: {e}",
+                "Ember window: a partition of {} rows (so far) does not fit in memory, and {why}: {e}",
                 self.pending_rows(),
-                if self.spec.segmentation.is_some() {
-                    "its current peer group cannot be cut into segments"
-                } else {
-                    "this window spec needs whole partitions (it cannot be evaluated in segments, nor spill)"
-                }
             ))
         })
     }
@@ -93,6 +136,9 @@ impl WindowStream {
         let n = batch.num_rows();
         if n == 0 {
             return Ok(());
+        }
+        if self.spilling.is_some() {
+            return self.push_spilling(batch);
         }
         let keys = self.spec.partition_keys(&batch)?;
         // In batch rows: where the pending (open) partition ends if the batch's first rows continue it, and where
@@ -147,11 +193,132 @@ impl WindowStream {
         self.grow_open()
     }
 
+    /// An input batch while the open partition spills: its rows that continue the partition go to the spill
+    /// file; if others follow, the partition is complete and is read back before they are pushed.
+    fn push_spilling(&mut self, batch: RecordBatch) -> Result<()> {
+        let n = batch.num_rows();
+        let keys = self.spec.partition_keys(&batch)?;
+        let continuing = if keys.is_empty() {
+            n
+        } else {
+            let joined = keys
+                .iter()
+                .zip(&self.last_key)
+                .map(|(k, l)| concat(&[l.as_ref(), k.as_ref()]))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.spec.partitions_of(&joined, n + 1)?[0].end - 1
+        };
+        if continuing > 0 {
+            self.spill_rows(batch.slice(0, continuing))?;
+            if self.done {
+                return Ok(());
+            }
+        }
+        if continuing < n {
+            self.end_spill()?;
+            self.deferred = Some(batch.slice(continuing, n - continuing));
+        }
+        Ok(())
+    }
+
+    /// The pool refused the open partition of a spec whose only whole-partition expressions are aggregates over
+    /// the whole partition: write its rows to a spill file, folding those aggregates on the way.
+    fn start_spill(&mut self) -> Result<()> {
+        let writer = CoalescingWriter::with_label(&self.spill_manager, self.batch_size, "ember window partition")?;
+        self.spilling = Some(Spilling { writer, folds: WholeFolds::new(&self.spec) });
+        self.counters.spilled_partitions.add(1);
+        let pending = std::mem::take(&mut self.pending);
+        // The pending rows are written out now; what stays is the writer's staging, reserved as it grows.
+        self.reservation.free();
+        for batch in pending {
+            self.spill_rows(batch)?;
+            if self.done {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds the next rows of the spilling partition and writes them out. An ANSI overflow in a fold ends the
+    /// output before any row of the partition, as Spark raises it when the partition starts.
+    fn spill_rows(&mut self, batch: RecordBatch) -> Result<()> {
+        let elapsed = self.baseline.elapsed_compute().clone();
+        let _timer = elapsed.timer();
+        let spilling = self.spilling.as_mut().expect("a spilling partition");
+        if spilling.folds.fold(&self.spec, &batch)? {
+            self.output.push_back(Err(long_overflow()));
+            self.abandon();
+            return Ok(());
+        }
+        spilling.writer.push(batch, &self.reservation)
+    }
+
+    /// The spilling partition is complete: finish its file and start reading it back, with the folded values.
+    fn end_spill(&mut self) -> Result<()> {
+        let Some(spilling) = self.spilling.take() else {
+            return Ok(());
+        };
+        let written = spilling.writer.finish(&self.reservation)?;
+        let wholes = spilling.folds.values()?;
+        let file = written
+            .file
+            .ok_or_else(|| DataFusionError::Internal("Ember window: a spilled partition without a file".into()))?;
+        self.open = Some(OpenPartition::spilled(&self.spec, wholes));
+        let stream = read_compacted(&self.spill_manager, file.clone())?;
+        self.readback = Some(Readback { stream, _file: file });
+        Ok(())
+    }
+
+    /// The next rows of a spilled partition, read back: evaluated in segments as they come.
+    fn read_back(&mut self, batch: RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        self.pending.push(batch);
+        self.grow_open()
+    }
+
+    /// A spilled partition is read back: evaluate its last rows, delete its file, and go on with the input.
+    fn end_readback(&mut self) -> Result<()> {
+        self.readback = None;
+        let pending = std::mem::take(&mut self.pending);
+        let open = self.open.take().expect("a spilled partition read back");
+        self.finish_segmented(pending, open)?;
+        if self.done {
+            return Ok(());
+        }
+        if let Some(rest) = self.deferred.take() {
+            self.push(rest)?;
+            if self.done {
+                return Ok(());
+            }
+        }
+        if self.input_ended && self.readback.is_none() {
+            self.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Stops for good (an error): drops every row held, spill files included, and the reservation.
+    fn abandon(&mut self) {
+        self.done = true;
+        self.pending.clear();
+        self.open = None;
+        self.spilling = None;
+        self.readback = None;
+        self.deferred = None;
+        self.reservation.free();
+    }
+
     /// The open partition grew: evaluate it in segments while it holds more than a segment (or the pool refuses
-    /// to hold it) and its spec allows, then reserve what it keeps.
+    /// to hold it) and its spec allows, then reserve what it keeps. A spec that cannot be evaluated in segments
+    /// spills the partition when the pool refuses it, if its spec allows.
     fn grow_open(&mut self) -> Result<()> {
-        let Some(seg) = self.spec.segmentation else {
-            return self.reserve_pending();
+        let Some(seg) = self.segmentation() else {
+            return match self.reserve_pending() {
+                Err(_) if self.spec.spill.is_some() => self.start_spill(),
+                other => other,
+            };
         };
         let rows = self.pending_rows();
         let a = self.open.as_ref().map_or(0, |o| o.emitted - o.dropped);
@@ -180,7 +347,7 @@ impl WindowStream {
         let mut open = self.open.take().unwrap_or_else(|| OpenPartition::new(&self.spec));
         let first = open.emitted == 0;
         let rest = self.run_segments(chunk, &mut open, false)?;
-        if first && open.emitted > 0 {
+        if first && open.emitted > 0 && !open.spilled {
             self.counters.segmented_partitions.add(1);
         }
         let progressed = rest.num_rows() < n;
@@ -191,7 +358,7 @@ impl WindowStream {
         } else {
             vec![rest]
         };
-        if open.emitted > 0 {
+        if open.emitted > 0 || open.spilled {
             self.open = Some(open);
         }
         Ok(())
@@ -212,7 +379,7 @@ impl WindowStream {
     /// size, halved while the pool refuses their scratch. Returns the rows still needed (the last segment's
     /// lookback and the rows after it).
     fn run_segments(&mut self, mut chunk: RecordBatch, open: &mut OpenPartition, last: bool) -> Result<RecordBatch> {
-        let seg = self.spec.segmentation.expect("a segmented partition has a segmentable spec");
+        let seg = segmentation_of(&self.spec, Some(open)).expect("a segmented partition has a segmentable spec");
         let elapsed = self.baseline.elapsed_compute().clone();
         let _timer = elapsed.timer();
         let per_row = self.spec.scratch_bytes_per_row();
@@ -227,7 +394,7 @@ impl WindowStream {
                 if last && b >= target {
                     return Ok(Some(target));
                 }
-                segment::cut(&self.spec, &chunk, a, b)
+                segment::cut(&self.spec, seg, &chunk, a, b)
             };
             let Some(mut b) =
                 cut(target.min(a + self.spec.segment_rows))?.map_or_else(|| cut(target), |b| Ok(Some(b)))?
@@ -279,9 +446,12 @@ impl WindowStream {
         // The chunk and its scratch (frame bounds, prefixes, output columns) are reserved while it is evaluated.
         let scratch = self.spec.scratch_bytes_per_row() * chunk.num_rows() + chunk.get_array_memory_size();
         self.reservation.try_grow(scratch).map_err(|e| {
+            let why = match &self.spec.spill_blocker {
+                Some(b) => format!(" ({b} needs whole partitions in memory)"),
+                None => String::new(),
+            };
             DataFusionError::ResourcesExhausted(format!(
-                "Ember window: {} rows of complete partitions do not fit in memory to be evaluated, and this \
-                 window spec needs whole partitions (it cannot be evaluated in segments): {e}",
+                "Ember window: {} rows of complete partitions do not fit in memory to be evaluated{why}: {e}",
                 chunk.num_rows()
             ))
         })?;
@@ -306,13 +476,15 @@ impl WindowStream {
         }
         if overflow_at.is_some() {
             self.output.push_back(Err(long_overflow()));
-            self.done = true;
-            self.pending.clear();
-            self.open = None;
+            self.abandon();
         }
     }
 
+    /// The input has ended: evaluate (or spill, and start reading back) what is left.
     fn finish(&mut self) -> Result<()> {
+        if self.spilling.is_some() {
+            return self.end_spill();
+        }
         let pending = std::mem::take(&mut self.pending);
         match self.open.take() {
             Some(open) => self.finish_segmented(pending, open)?,
@@ -323,6 +495,9 @@ impl WindowStream {
             None => {}
         }
         self.reservation.free();
+        if self.readback.is_none() {
+            self.done = true;
+        }
         Ok(())
     }
 }
@@ -339,35 +514,46 @@ impl Stream for WindowStream {
                 }
                 Some(Err(e)) => {
                     self.output.clear();
-                    self.reservation.free();
+                    self.abandon();
                     return Poll::Ready(Some(Err(e)));
                 }
                 None => {}
             }
-            if self.done {
+            let result = if let Some(readback) = self.readback.as_mut() {
+                match readback.stream.poll_next_unpin(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Ok(batch))) => self.read_back(batch),
+                    Poll::Ready(Some(Err(e))) => Err(e),
+                    Poll::Ready(None) => self.end_readback(),
+                }
+            } else if self.done {
                 return Poll::Ready(None);
-            }
-            let next = match self.input.poll_next_unpin(cx) {
-                Poll::Ready(next) => next,
-                Poll::Pending => return Poll::Pending,
-            };
-            let result = match next {
-                Some(Ok(batch)) => self.push(batch),
-                Some(Err(e)) => Err(e),
-                None => {
-                    self.done = true;
-                    self.finish()
+            } else {
+                match self.input.poll_next_unpin(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Ok(batch))) => self.push(batch),
+                    Poll::Ready(Some(Err(e))) => Err(e),
+                    Poll::Ready(None) => {
+                        self.input_ended = true;
+                        self.finish()
+                    }
                 }
             };
             if let Err(e) = result {
-                self.done = true;
                 self.output.clear();
-                self.pending.clear();
-                self.open = None;
-                self.reservation.free();
+                self.abandon();
                 return Poll::Ready(Some(Err(e)));
             }
         }
+    }
+}
+
+/// How a partition in `open` (or a new one) is evaluated in segments, if it can be.
+fn segmentation_of(spec: &WindowSpec, open: Option<&OpenPartition>) -> Option<Segmentation> {
+    if open.is_some_and(|o| o.spilled) {
+        spec.spill
+    } else {
+        spec.segmentation
     }
 }
 

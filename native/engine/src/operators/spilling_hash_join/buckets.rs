@@ -49,6 +49,16 @@ impl Budget {
     }
 }
 
+impl crate::operators::spill::SpillBudget for Budget {
+    fn try_grow(&self, bytes: usize) -> Result<()> {
+        Budget::try_grow(self, bytes)
+    }
+
+    fn shrink(&self, bytes: usize) {
+        Budget::shrink(self, bytes)
+    }
+}
+
 /// Routes rows to `2^bits` buckets at a split `level` (hash bits `bits*level ..`).
 #[derive(Debug, Clone)]
 pub(crate) struct Router {

@@ -30,7 +30,6 @@ mod buckets;
 mod chunks;
 mod exec;
 mod source;
-mod spill;
 mod stream;
 
 pub use buckets::batch_cost;

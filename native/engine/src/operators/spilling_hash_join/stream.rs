@@ -27,7 +27,7 @@ use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
 use super::exec::SpillingHashJoinConfig;
 use super::source::{batches_stream, OnceExec};
-use super::spill::{spill_batches, CoalescingWriter, SpilledSide};
+use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
 
 /// The join's metrics (shown per Spark operator).
 #[derive(Debug, Clone)]
@@ -160,19 +160,10 @@ impl JoinContext {
         }
     }
 
-    /// Build batches of a spill file, compacted: the IPC reader leaves buffers that were not worth compressing as
-    /// slices of the whole message body, which would keep (and be reserved at) several times the rows' size.
+    /// Build batches of a spill file, compacted ([`read_compacted`]).
     pub(super) fn read_build(&self, side: &SpilledSide) -> Result<SendableRecordBatchStream> {
         match &side.file {
-            Some(f) => {
-                let stream = self.build_spill.read_spill_as_stream_unbuffered(f.clone(), None)?;
-                let compacted = stream.map(|b| {
-                    let b = b?;
-                    let all = UInt32Array::from_iter_values(0..b.num_rows() as u32);
-                    Ok(take_record_batch(&b, &all)?)
-                });
-                Ok(Box::pin(RecordBatchStreamAdapter::new(self.build_schema.clone(), compacted)))
-            }
+            Some(f) => read_compacted(&self.build_spill, f.clone()),
             None => Ok(batches_stream(self.build_schema.clone(), vec![])),
         }
     }
@@ -454,7 +445,7 @@ impl JoinStream {
         for (build, writer) in spilled_build.into_iter().zip(writers).rev() {
             let Some(build) = build else { continue };
             let probe = match writer {
-                Some(w) => w.finish(&self.budget)?,
+                Some(w) => w.finish(self.budget.as_ref())?,
                 None => SpilledSide::default(),
             };
             self.tasks.push(BucketTask { build, probe, level: 0, hot: false });
@@ -635,7 +626,7 @@ impl ProbeRouter {
             if self.writers[b].is_none() {
                 self.writers[b] = Some(CoalescingWriter::new(&self.jc.probe_spill, self.jc.batch_size)?);
             }
-            self.writers[b].as_mut().unwrap().push(piece, &self.budget)?;
+            self.writers[b].as_mut().unwrap().push(piece, self.budget.as_ref())?;
         }
         if resident.is_empty() {
             return Ok(None);

@@ -83,7 +83,9 @@ object EmberConf {
       "extrema and ranks) when every window expression needs only a bounded neighbourhood of each row: ROWS " +
       "frames without UNBOUNDED FOLLOWING, RANGE frames ending at the current row, row_number, rank, " +
       "dense_rank, lag, lead. Memory then stays bounded whatever the partition's size; a refusal from the " +
-      "memory pool cuts smaller segments. Same results. Other specs hold a whole partition in memory."
+      "memory pool cuts smaller segments. Same results. When the only other expressions are aggregates over " +
+      "the whole partition (sum(x) OVER (PARTITION BY k), OVER ()), a partition the memory pool refuses is " +
+      "spilled to disk and read back in segments of this size. Other specs hold a whole partition in memory."
   )
 
   val WINDOW_PREFIX_REWRITE: Entry[Boolean] = bool(

@@ -26,7 +26,8 @@ case class EmberWindowExec(
     "prefix_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by prefix difference"),
     "refold_frames" -> SQLMetrics.createMetric(sparkContext, "frames evaluated by refold / add-and-retract"),
     "segmented_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions evaluated in segments"),
-    "window_segments" -> SQLMetrics.createMetric(sparkContext, "segments evaluated")
+    "window_segments" -> SQLMetrics.createMetric(sparkContext, "segments evaluated"),
+    "spilled_partitions" -> SQLMetrics.createMetric(sparkContext, "partitions spilled to disk")
   )
 
   override def simpleString(maxFields: Int): String =

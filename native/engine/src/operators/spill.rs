@@ -1,15 +1,37 @@
-//! Spill files of buckets: batches staged in memory (reserved) until a full `batch_size` batch can be written, so
-//! the files hold full-size batches rather than the slivers that routing to buckets produces.
+//! Spill files written in full-size batches: rows staged in memory (reserved) until a full `batch_size` batch can
+//! be written, so the files hold full-size batches rather than the slivers that routing rows (to the join's
+//! buckets) or slicing input batches (at the window's partition boundaries) produces. Shared by the spilling hash
+//! join and the window operator.
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::compute::concat_batches;
+use arrow::array::UInt32Array;
+use arrow::compute::{concat_batches, take_record_batch};
 use datafusion_common::utils::memory::get_record_batch_memory_size;
 use datafusion_common::Result;
 use datafusion_execution::spill_file::SpillFile;
 use datafusion_physical_plan::spill::SpillManager;
+use datafusion_physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion_physical_plan::SendableRecordBatchStream;
+use futures::StreamExt;
 
-use super::buckets::Budget;
+use datafusion_execution::memory_pool::MemoryReservation;
+
+/// Where staged rows are reserved: the join's capped budget, or a plain reservation.
+pub(crate) trait SpillBudget {
+    fn try_grow(&self, bytes: usize) -> Result<()>;
+    fn shrink(&self, bytes: usize);
+}
+
+impl SpillBudget for MemoryReservation {
+    fn try_grow(&self, bytes: usize) -> Result<()> {
+        MemoryReservation::try_grow(self, bytes)
+    }
+
+    fn shrink(&self, bytes: usize) {
+        MemoryReservation::shrink(self, bytes.min(self.size()))
+    }
+}
 
 /// A finished spill file of one bucket side, with its row count.
 #[derive(Clone, Default)]
@@ -32,7 +54,12 @@ pub(crate) struct CoalescingWriter {
 
 impl CoalescingWriter {
     pub(crate) fn new(manager: &SpillManager, batch_size: usize) -> Result<Self> {
-        let mut in_progress = manager.create_in_progress_file("ember spilling hash join bucket")?;
+        Self::with_label(manager, batch_size, "ember spilling hash join bucket")
+    }
+
+    /// A writer whose temp file is described as `label`.
+    pub(crate) fn with_label(manager: &SpillManager, batch_size: usize, label: &str) -> Result<Self> {
+        let mut in_progress = manager.create_in_progress_file(label)?;
         let file: SpillSink = Box::new(move |batch| match batch {
             Some(b) => in_progress.append_batch(b).map(|_| None),
             None => in_progress.finish(),
@@ -41,7 +68,7 @@ impl CoalescingWriter {
     }
 
     /// Adds rows; writes once a full batch is staged, or at once if staging is refused memory.
-    pub(crate) fn push(&mut self, batch: RecordBatch, budget: &Budget) -> Result<()> {
+    pub(crate) fn push(&mut self, batch: RecordBatch, budget: &(impl SpillBudget + ?Sized)) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -63,7 +90,7 @@ impl CoalescingWriter {
     }
 
     /// Writes out whatever is staged as one batch.
-    pub(crate) fn flush(&mut self, budget: &Budget) -> Result<()> {
+    pub(crate) fn flush(&mut self, budget: &(impl SpillBudget + ?Sized)) -> Result<()> {
         if self.staged.is_empty() {
             return Ok(());
         }
@@ -86,13 +113,13 @@ impl CoalescingWriter {
         Ok(())
     }
 
-    pub(crate) fn finish(mut self, budget: &Budget) -> Result<SpilledSide> {
+    pub(crate) fn finish(mut self, budget: &(impl SpillBudget + ?Sized)) -> Result<SpilledSide> {
         self.flush(budget)?;
         Ok(SpilledSide { file: (self.file)(None)?, rows: self.rows })
     }
 
     /// Reserves what [`spill_batches`] left staged; writes it out if refused.
-    pub(crate) fn reserve_staged(&mut self, budget: &Budget) -> Result<()> {
+    pub(crate) fn reserve_staged(&mut self, budget: &(impl SpillBudget + ?Sized)) -> Result<()> {
         let bytes: usize = self.staged.iter().map(get_record_batch_memory_size).sum();
         if budget.try_grow(bytes).is_ok() {
             self.staged_bytes = bytes;
@@ -129,4 +156,16 @@ pub(crate) fn spill_batches(
         w.staged = group;
     }
     Ok(w)
+}
+
+/// The batches of a spill file, compacted: the IPC reader leaves buffers that were not worth compressing as
+/// slices of the whole message body, which would keep (and be reserved at) several times the rows' size.
+pub(crate) fn read_compacted(manager: &SpillManager, file: Arc<dyn SpillFile>) -> Result<SendableRecordBatchStream> {
+    let stream = manager.read_spill_as_stream_unbuffered(file, None)?;
+    let compacted = stream.map(|b| {
+        let b = b?;
+        let all = UInt32Array::from_iter_values(0..b.num_rows() as u32);
+        Ok(take_record_batch(&b, &all)?)
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(manager.schema().clone(), compacted)))
 }
