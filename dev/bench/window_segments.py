@@ -4,11 +4,14 @@ no-op sink. Variants on the same Parquet input:
   vanilla           Spark's WindowExec (spark.ember.enabled=false; spills its buffered partition as needed)
   ember-seg=N       Ember's native window with spark.ember.window.segmentRows=N for each N in --segment-rows
                     (a huge N: whole partitions, as long as the off-heap pool grants them; a refusal still cuts)
+With --spec whole the query is whole-partition aggregates instead (sum / max / avg OVER (PARTITION BY k)), which
+Ember cannot cut into segments: a partition the off-heap budget refuses spills to disk and is read back (run with
+a small BENCH_OFFHEAP to see it; the segment sizes then do not matter).
 Reported: wall time, the window stage's run time, JVM CPU, and whether every variant's rows checksum equal to
 vanilla's (ROWS frames ordered by a unique key, so the answer is deterministic).
 
     dev/bench/submit.sh window_segments [--rows 20000000] [--partitions 4] [--segment-rows 4096,16384,65536,1099511627776]
-        [--ansi on|off] [--repeat 1] [--conf k=v]...
+        [--spec bounded|whole] [--ansi on|off] [--repeat 1] [--conf k=v]...
 """
 import argparse
 import os
@@ -25,6 +28,7 @@ p.add_argument("--rows", type=int, default=20_000_000)
 p.add_argument("--partitions", type=int, default=4, help="window partitions (PARTITION BY keys)")
 p.add_argument("--segment-rows", default="4096,16384,65536,1099511627776")
 p.add_argument("--ansi", default="on", choices=["off", "on"])
+p.add_argument("--spec", default="bounded", choices=["bounded", "whole"], help="whole: OVER (PARTITION BY k) aggregates")
 p.add_argument("--repeat", type=int, default=1, help="runs per variant; the fastest is reported")
 p.add_argument("--conf", action="append", default=[], help="k=v set on the session for every variant")
 args = p.parse_args()
@@ -46,11 +50,20 @@ spark.range(args.rows).select(
     .cast("long")
     .alias("v"),
 ).write.parquet(path)
-print(f"# window_segments: {args.rows} rows in {args.partitions} window partitions, ansi={args.ansi}\n")
+print(f"# window_segments: {args.rows} rows in {args.partitions} window partitions, spec={args.spec}, ansi={args.ansi}\n")
 
 
 def query():
     df = spark.read.parquet(path)
+    if args.spec == "whole":
+        part = Window.partitionBy("k")
+        return df.select(
+            "k",
+            "seq",
+            F.sum("v").over(part).alias("total"),
+            F.max("v").over(part).alias("mx"),
+            F.avg("v").over(part).alias("a"),
+        )
     w = Window.partitionBy("k").orderBy("seq")
     peers = Window.partitionBy("k").orderBy("t")
     return df.select(
