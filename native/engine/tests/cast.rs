@@ -34,6 +34,7 @@ fn cast(child: pb::Expr, to: &DataType, mode: pb::EvalMode) -> pb::Expr {
             to: Some(pb_type(to)),
             eval_mode: mode as i32,
             timezone: "UTC".into(),
+            query_context: 0,
         }))),
     }
 }
