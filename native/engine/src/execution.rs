@@ -141,11 +141,15 @@ impl NativePlan {
             let entry = match out.iter_mut().find(|o| o.id == *id) {
                 Some(e) => e,
                 None => {
-                    out.push(OperatorMetrics { id: *id, ..Default::default() });
+                    // An operator's top node comes first: its output rows are the operator's.
+                    out.push(OperatorMetrics {
+                        id: *id,
+                        output_rows: m.output_rows().unwrap_or(0) as u64,
+                        ..Default::default()
+                    });
                     out.last_mut().unwrap()
                 }
             };
-            entry.output_rows = m.output_rows().unwrap_or(0) as u64;
             entry.elapsed_compute_ns += m.elapsed_compute().unwrap_or(0) as u64;
             entry.spill_count += m.spill_count().unwrap_or(0) as u64;
             entry.spilled_bytes += m.spilled_bytes().unwrap_or(0) as u64;

@@ -127,7 +127,19 @@ impl Planner {
                 aggregate::create_aggregate(a, children.remove(0))?
             }
         };
-        self.nodes.push((op.id, plan.clone()));
+        // Every DataFusion node this operator is made of reports to its Spark node (e.g. a final aggregate's
+        // AggregateExec, with its spills, under the ProjectionExec of Spark's result expressions); the top node
+        // comes first, and gives the output rows.
+        // Its own nodes end where the children's plans (registered before it) begin.
+        let registered: std::collections::HashSet<*const ()> =
+            self.nodes.iter().map(|(_, n)| Arc::as_ptr(n) as *const ()).collect();
+        let mut own = vec![plan.clone()];
+        while let Some(node) = own.pop() {
+            own.extend(
+                node.children().into_iter().filter(|c| !registered.contains(&(Arc::as_ptr(c) as *const ()))).cloned(),
+            );
+            self.nodes.push((op.id, node));
+        }
         Ok(plan)
     }
 }
