@@ -68,7 +68,9 @@ class EmberMemorySuite extends EmberQueryTest {
     assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
   }
 
-  test("an aggregate of ~10x the off-heap budget completes with Spark's totals; the partial emits early, the final spills") {
+  test(
+    "an aggregate of ~10x the off-heap budget completes with Spark's totals; the partial emits early, the final spills"
+  ) {
     val rows = 4000000L // 4M distinct keys: ~10x the 32 MiB budget as hash-table state, in partial and final
     withEmber(enabled = true) {
       withSQLConf("spark.ember.aggregate.adaptivePartial.enabled" -> "false") {
