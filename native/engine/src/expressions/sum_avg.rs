@@ -49,10 +49,6 @@ pub fn spark_avg() -> Arc<AggregateUDF> {
     }))
 }
 
-fn overflow() -> datafusion_common::DataFusionError {
-    SparkError::long_sum_overflow().into_datafusion()
-}
-
 /// Adds in Spark's manner for the sum's type.
 #[derive(Debug, Clone, Copy)]
 enum Adder {
@@ -169,7 +165,11 @@ impl SumAvgGroups {
                     let x = v.value(i);
                     // Spark: coalesce(coalesce(sum, 0) + x, sum); the first value is 0 + x.
                     let s = self.longs[g];
-                    self.longs[g] = if ansi { s.checked_add(x).ok_or_else(overflow)? } else { s.wrapping_add(x) };
+                    self.longs[g] = if ansi {
+                        s.checked_add(x).ok_or_else(|| SparkError::long_sum_overflow().into_datafusion())?
+                    } else {
+                        s.wrapping_add(x)
+                    };
                     self.seen[g] = true;
                 }
             }

@@ -22,13 +22,6 @@ use std::ops::Range;
 use arrow::array::{Array, Int64Array};
 use datafusion_common::Result;
 
-use crate::error::SparkError;
-
-/// Spark's error for an integral SUM that overflows under ANSI (`Add` → `MathUtils.addExact`).
-pub fn long_overflow() -> datafusion_common::DataFusionError {
-    SparkError::long_sum_overflow().into_datafusion()
-}
-
 pub enum PrefixSums {
     /// 64-bit wrap-around prefixes (LEGACY sums only).
     Wrapping(Vec<i64>),

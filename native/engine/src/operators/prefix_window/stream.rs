@@ -19,10 +19,10 @@ use datafusion_physical_plan::spill::SpillManager;
 use datafusion_physical_plan::SendableRecordBatchStream;
 use futures::{Stream, StreamExt};
 
-use super::prefix::long_overflow;
 use super::segment::{self, OpenPartition, Segmentation};
 use super::spec::{FrameCounters, WindowSpec};
 use super::whole::WholeFolds;
+use crate::error::SparkError;
 use crate::operators::spill::{read_compacted, CoalescingWriter};
 
 /// The open partition being written to a spill file, its whole-partition aggregates folded on the way.
@@ -97,6 +97,17 @@ impl WindowStream {
         }
     }
 
+    /// The partitions of the last row seen followed by a batch's `n` rows with partition keys `keys` (row 0 is
+    /// that last row: the first range ends past 1 when the batch continues its partition).
+    fn partitions_after_last_row(&self, keys: &[ArrayRef], n: usize) -> Result<Vec<std::ops::Range<usize>>> {
+        let joined = keys
+            .iter()
+            .zip(&self.last_key)
+            .map(|(k, l)| concat(&[l.as_ref(), k.as_ref()]))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.spec.partitions_of(&joined, n + 1)
+    }
+
     fn pending_rows(&self) -> usize {
         self.pending.iter().map(|b| b.num_rows()).sum()
     }
@@ -149,12 +160,7 @@ impl WindowStream {
             let ranges = self.spec.partitions_of(&keys, n)?;
             (0, ranges.last().map_or(0, |r| r.start), false)
         } else {
-            let joined = keys
-                .iter()
-                .zip(&self.last_key)
-                .map(|(k, l)| concat(&[l.as_ref(), k.as_ref()]))
-                .collect::<Result<Vec<_>, _>>()?;
-            let ranges = self.spec.partitions_of(&joined, n + 1)?;
+            let ranges = self.partitions_after_last_row(&keys, n)?;
             let last = ranges.last().map_or(0, |r| r.start);
             let continues = ranges[0].end > 1;
             (if continues { ranges[0].end - 1 } else { 0 }, last.saturating_sub(1), continues)
@@ -198,16 +204,7 @@ impl WindowStream {
     fn push_spilling(&mut self, batch: RecordBatch) -> Result<()> {
         let n = batch.num_rows();
         let keys = self.spec.partition_keys(&batch)?;
-        let continuing = if keys.is_empty() {
-            n
-        } else {
-            let joined = keys
-                .iter()
-                .zip(&self.last_key)
-                .map(|(k, l)| concat(&[l.as_ref(), k.as_ref()]))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.spec.partitions_of(&joined, n + 1)?[0].end - 1
-        };
+        let continuing = if keys.is_empty() { n } else { self.partitions_after_last_row(&keys, n)?[0].end - 1 };
         if continuing > 0 {
             self.spill_rows(batch.slice(0, continuing))?;
             if self.done {
@@ -246,7 +243,7 @@ impl WindowStream {
         let _timer = elapsed.timer();
         let spilling = self.spilling.as_mut().expect("a spilling partition");
         if spilling.folds.fold(&self.spec, &batch)? {
-            self.output.push_back(Err(long_overflow()));
+            self.output.push_back(Err(SparkError::long_sum_overflow().into_datafusion()));
             self.abandon();
             return Ok(());
         }
@@ -475,7 +472,7 @@ impl WindowStream {
             offset += len;
         }
         if overflow_at.is_some() {
-            self.output.push_back(Err(long_overflow()));
+            self.output.push_back(Err(SparkError::long_sum_overflow().into_datafusion()));
             self.abandon();
         }
     }
