@@ -106,6 +106,47 @@ where
     Arc::new(PrimitiveArray::<T>::new(out.into(), Some(ok.into())).with_data_type(arr.data_type().clone()))
 }
 
+/// `$body` with `$T` the Arrow type of `$dt`, for the types MIN / MAX support natively (else a plan error).
+macro_rules! with_ord_type {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            DataType::Int8 => {
+                type $T = t::Int8Type;
+                $body
+            }
+            DataType::Int16 => {
+                type $T = t::Int16Type;
+                $body
+            }
+            DataType::Int32 => {
+                type $T = t::Int32Type;
+                $body
+            }
+            DataType::Int64 => {
+                type $T = t::Int64Type;
+                $body
+            }
+            DataType::Float32 => {
+                type $T = t::Float32Type;
+                $body
+            }
+            DataType::Float64 => {
+                type $T = t::Float64Type;
+                $body
+            }
+            DataType::Date32 => {
+                type $T = t::Date32Type;
+                $body
+            }
+            DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
+                type $T = t::TimestampMicrosecondType;
+                $body
+            }
+            other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
+        }
+    };
+}
+
 /// MIN (`max == false`) or MAX of every frame.
 pub fn min_max(
     values: &ArrayRef,
@@ -114,19 +155,7 @@ pub fn min_max(
     ends: &[usize],
     max: bool,
 ) -> Result<ArrayRef> {
-    Ok(match values.data_type() {
-        DataType::Int8 => extreme(values.as_primitive::<t::Int8Type>(), parts, starts, ends, max),
-        DataType::Int16 => extreme(values.as_primitive::<t::Int16Type>(), parts, starts, ends, max),
-        DataType::Int32 => extreme(values.as_primitive::<t::Int32Type>(), parts, starts, ends, max),
-        DataType::Int64 => extreme(values.as_primitive::<t::Int64Type>(), parts, starts, ends, max),
-        DataType::Float32 => extreme(values.as_primitive::<t::Float32Type>(), parts, starts, ends, max),
-        DataType::Float64 => extreme(values.as_primitive::<t::Float64Type>(), parts, starts, ends, max),
-        DataType::Date32 => extreme(values.as_primitive::<t::Date32Type>(), parts, starts, ends, max),
-        DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
-            extreme(values.as_primitive::<t::TimestampMicrosecondType>(), parts, starts, ends, max)
-        }
-        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
-    })
+    Ok(with_ord_type!(values.data_type(), T => extreme(values.as_primitive::<T>(), parts, starts, ends, max)))
 }
 
 fn combine_typed<T: ArrowPrimitiveType>(carry: &PrimitiveArray<T>, local: &PrimitiveArray<T>, max: bool) -> ArrayRef
@@ -148,22 +177,7 @@ where
 /// A running MIN / MAX continued from earlier rows: `carry` (one value, possibly NULL) is the extremum of the
 /// rows before the ones `local` covers.
 pub fn combine(carry: &ArrayRef, local: &ArrayRef, max: bool) -> Result<ArrayRef> {
-    macro_rules! typed {
-        ($t:ty) => {
-            combine_typed(carry.as_primitive::<$t>(), local.as_primitive::<$t>(), max)
-        };
-    }
-    Ok(match local.data_type() {
-        DataType::Int8 => typed!(t::Int8Type),
-        DataType::Int16 => typed!(t::Int16Type),
-        DataType::Int32 => typed!(t::Int32Type),
-        DataType::Int64 => typed!(t::Int64Type),
-        DataType::Float32 => typed!(t::Float32Type),
-        DataType::Float64 => typed!(t::Float64Type),
-        DataType::Date32 => typed!(t::Date32Type),
-        DataType::Timestamp(t::TimeUnit::Microsecond, _) => typed!(t::TimestampMicrosecondType),
-        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
-    })
+    Ok(with_ord_type!(local.data_type(), T => combine_typed(carry.as_primitive::<T>(), local.as_primitive::<T>(), max)))
 }
 
 fn reduce_typed<T: ArrowPrimitiveType>(values: &PrimitiveArray<T>, max: bool) -> ArrayRef
@@ -185,20 +199,5 @@ where
 /// MIN (`max == false`) or MAX of all of `values`, as one value (NULL when every value is): Spark's fold over
 /// a whole frame.
 pub fn reduce(values: &ArrayRef, max: bool) -> Result<ArrayRef> {
-    macro_rules! typed {
-        ($t:ty) => {
-            reduce_typed(values.as_primitive::<$t>(), max)
-        };
-    }
-    Ok(match values.data_type() {
-        DataType::Int8 => typed!(t::Int8Type),
-        DataType::Int16 => typed!(t::Int16Type),
-        DataType::Int32 => typed!(t::Int32Type),
-        DataType::Int64 => typed!(t::Int64Type),
-        DataType::Float32 => typed!(t::Float32Type),
-        DataType::Float64 => typed!(t::Float64Type),
-        DataType::Date32 => typed!(t::Date32Type),
-        DataType::Timestamp(t::TimeUnit::Microsecond, _) => typed!(t::TimestampMicrosecondType),
-        other => return Err(plan_error(format!("MIN/MAX over {other} is not supported natively"))),
-    })
+    Ok(with_ord_type!(values.data_type(), T => reduce_typed(values.as_primitive::<T>(), max)))
 }
