@@ -7,6 +7,7 @@ pub mod expressions;
 pub mod memory;
 pub mod operators;
 pub mod planner;
+pub mod spark_hash;
 pub mod unsafe_row;
 
 pub use ember_proto as proto;
