@@ -18,7 +18,7 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, PrefixWindowExec, SpillingHashJoinExec};
+use crate::operators::{InputExec, PrefixWindowExec, ShuffleWriterExec, SpillingHashJoinExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
@@ -125,6 +125,22 @@ impl Planner {
             Kind::Aggregate(a) => {
                 expect_children(1)?;
                 aggregate::create_aggregate(a, children.remove(0))?
+            }
+            Kind::ShuffleWriter(w) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let schema = input.schema();
+                let keys = w.keys.iter().map(|k| expr::create_expr(k, &schema)).collect::<Result<Vec<_>>>()?;
+                let block_schema = types::to_arrow_schema(
+                    w.block_schema.as_ref().ok_or_else(|| plan_error("shuffle writer without a block schema"))?,
+                )?;
+                Arc::new(ShuffleWriterExec::try_new(
+                    input,
+                    keys,
+                    w.num_partitions,
+                    Arc::new(block_schema),
+                    usize::try_from(w.flush_bytes).unwrap_or(usize::MAX),
+                )?)
             }
         };
         // Every DataFusion node this operator is made of reports to its Spark node (e.g. a final aggregate's
