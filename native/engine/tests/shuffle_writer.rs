@@ -1,0 +1,392 @@
+//! The shuffle writer end to end (proto plan → blocks): every row lands in exactly one block of the partition
+//! Spark's `HashPartitioning` gives it (checked against a row-at-a-time reference built on the scalar hash
+//! functions, themselves pinned to Spark's values in `spark_hash`'s unit tests), in input order; blocks decode as
+//! Arrow IPC streams of the block schema; flushes, small memory budgets and empty inputs.
+mod common;
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
+    Int64Array, RecordBatch, StringArray, StringViewArray, UInt32Array,
+};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::ipc::reader::StreamReader;
+use common::*;
+use datafusion_execution::TaskContext;
+use datafusion_physical_plan::ExecutionPlan;
+use ember_engine::execution::NativePlan;
+use ember_engine::memory::FixedBroker;
+use ember_engine::operators::{InputExec, ShuffleWriterExec};
+use ember_engine::proto as pb;
+use ember_engine::spark_hash::{hash_bytes, hash_decimal, hash_f64, hash_int, hash_long, pmod, SPARK_HASH_SEED};
+use prost::Message;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, true),
+        Field::new("l", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("d", DataType::Float64, true),
+        Field::new("small_dec", DataType::Decimal128(10, 2), true),
+        Field::new("big_dec", DataType::Decimal128(25, 3), true),
+        Field::new("b", DataType::Boolean, true),
+        Field::new("date", DataType::Date32, true),
+    ]))
+}
+
+fn random_batch(rng: &mut StdRng, rows: usize) -> RecordBatch {
+    let null = |rng: &mut StdRng| rng.random_range(0..8) == 0;
+    let i: Int32Array = (0..rows).map(|_| (!null(rng)).then(|| rng.random_range(-50..50))).collect();
+    let l: Int64Array =
+        (0..rows).map(|_| (!null(rng)).then(|| rng.random::<i64>() >> rng.random_range(0..64))).collect();
+    let alphabet = ['a', 'b', 'é', '日', 'ÿ', 'z', '0'];
+    let s: StringArray = (0..rows)
+        .map(|_| {
+            (!null(rng)).then(|| {
+                let len = rng.random_range(0..10);
+                (0..len).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect::<String>()
+            })
+        })
+        .collect();
+    let d: Float64Array = (0..rows)
+        .map(|_| {
+            (!null(rng)).then(|| match rng.random_range(0..6) {
+                0 => f64::NAN,
+                1 => -0.0,
+                2 => 0.0,
+                _ => rng.random_range(-1e6..1e6),
+            })
+        })
+        .collect();
+    let small: Decimal128Array = (0..rows)
+        .map(|_| (!null(rng)).then(|| rng.random_range(-9_999_999_999i128..=9_999_999_999)))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(10, 2)
+        .unwrap();
+    let big: Decimal128Array = (0..rows)
+        .map(|_| {
+            (!null(rng)).then(|| rng.random_range(-(10i128.pow(25) - 1)..10i128.pow(25)) >> rng.random_range(0..80))
+        })
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(25, 3)
+        .unwrap();
+    let b: BooleanArray = (0..rows).map(|_| (!null(rng)).then(|| rng.random_bool(0.5))).collect();
+    let date: Date32Array = (0..rows).map(|_| (!null(rng)).then(|| rng.random_range(-20000..30000))).collect();
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(i),
+            Arc::new(l),
+            Arc::new(s),
+            Arc::new(d),
+            Arc::new(small),
+            Arc::new(big),
+            Arc::new(b),
+            Arc::new(date),
+        ],
+    )
+    .unwrap()
+}
+
+fn random_batches(seed: u64, batches: usize, rows: usize) -> Vec<RecordBatch> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..batches).map(|_| random_batch(&mut rng, rows)).collect()
+}
+
+/// The partition Spark gives a row, one value at a time (not the vectorized path the operator uses).
+fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) -> u32 {
+    let mut h = SPARK_HASH_SEED;
+    for &k in keys {
+        let c = batch.column(k);
+        if c.is_null(row) {
+            continue;
+        }
+        h = match c.data_type() {
+            DataType::Int32 => hash_int(c.as_primitive::<arrow::datatypes::Int32Type>().value(row), h),
+            DataType::Date32 => hash_int(c.as_primitive::<arrow::datatypes::Date32Type>().value(row), h),
+            DataType::Int64 => hash_long(c.as_primitive::<arrow::datatypes::Int64Type>().value(row), h),
+            DataType::Boolean => hash_int(c.as_boolean().value(row) as i32, h),
+            DataType::Float64 => hash_f64(c.as_primitive::<arrow::datatypes::Float64Type>().value(row), h),
+            DataType::Decimal128(p, _) => {
+                hash_decimal(c.as_primitive::<arrow::datatypes::Decimal128Type>().value(row), *p, h)
+            }
+            DataType::Utf8 => hash_bytes(c.as_string::<i32>().value(row).as_bytes(), h),
+            DataType::Utf8View => hash_bytes(c.as_string_view().value(row).as_bytes(), h),
+            other => panic!("no reference hash for {other}"),
+        };
+    }
+    pmod(h, n)
+}
+
+fn writer_plan(keys: &[usize], n: u32, flush_bytes: u64, input_schema: &SchemaRef, block: &SchemaRef) -> pb::Plan {
+    let keys = keys.iter().map(|&k| col(k as u32, input_schema.field(k).data_type())).collect();
+    let w = pb::ShuffleWriter { keys, num_partitions: n, block_schema: Some(pb_schema(block)), flush_bytes };
+    // What the JVM declares: partition INT NOT NULL, block BINARY NOT NULL.
+    let output = Arc::new(Schema::new(vec![
+        Field::new("partition", DataType::Int32, false),
+        Field::new("block", DataType::Binary, false),
+    ]));
+    plan(op(1, pb::operator::Kind::ShuffleWriter(w), vec![input(0, input_schema)]), &output)
+}
+
+struct Run {
+    /// (partition, decoded rows) of every block, in output order.
+    blocks: Vec<(u32, RecordBatch)>,
+    broker: Arc<FixedBroker>,
+    named: Vec<(String, u64)>,
+    output_rows: u64,
+}
+
+fn run(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef, budget: usize) -> Run {
+    let broker = Arc::new(FixedBroker::new(budget));
+    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(inputs, input_schema)], broker.clone()).unwrap();
+    let mut out = vec![];
+    while let Some(b) = p.next_batch().unwrap() {
+        out.push(b);
+    }
+    assert_eq!(p.memory().0, 0, "the writer's reservation is released at the end");
+    let m = p.metrics().into_iter().find(|m| m.id == 1).unwrap();
+    drop(p);
+    Run { blocks: decode(&out), broker, named: m.named, output_rows: m.output_rows }
+}
+
+/// Each block is exactly one IPC stream holding the rows of one batch.
+fn decode(out: &[RecordBatch]) -> Vec<(u32, RecordBatch)> {
+    let mut blocks = vec![];
+    for b in out {
+        assert_eq!(b.num_columns(), 2);
+        assert_eq!(b.column(0).null_count() + b.column(1).null_count(), 0);
+        let partitions = b.column(0).as_primitive::<arrow::datatypes::Int32Type>();
+        let bytes: &BinaryArray = b.column(1).as_binary();
+        for i in 0..b.num_rows() {
+            let reader = StreamReader::try_new(Cursor::new(bytes.value(i)), None).unwrap();
+            let schema = reader.schema();
+            let batches: Vec<_> = reader.map(Result::unwrap).collect();
+            assert_eq!(batches.len(), 1, "one record batch per block");
+            assert!(batches[0].num_rows() > 0, "no empty blocks");
+            assert_eq!(batches[0].schema(), schema);
+            blocks.push((partitions.value(i) as u32, batches.into_iter().next().unwrap()));
+        }
+    }
+    blocks
+}
+
+fn named(run: &Run, name: &str) -> u64 {
+    run.named.iter().find(|(n, _)| n == name).map(|(_, v)| *v).unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+/// Every input row is in exactly one block, of its partition, and each partition's rows are in input order.
+fn check_routing(run: &Run, inputs: &[RecordBatch], keys: &[usize], n: u32, batch_size: usize) {
+    let schema = inputs[0].schema();
+    let all = concat_batches(&schema, inputs).unwrap();
+    let mut expected: Vec<Vec<u32>> = vec![vec![]; n as usize];
+    for r in 0..all.num_rows() {
+        expected[reference_partition(&all, r, keys, n) as usize].push(r as u32);
+    }
+    let mut got: Vec<Vec<RecordBatch>> = vec![vec![]; n as usize];
+    for (p, b) in &run.blocks {
+        assert!(*p < n, "partition {p} of {n}");
+        assert!(b.num_rows() <= batch_size, "a block of {} rows", b.num_rows());
+        assert_eq!(b.schema(), schema, "blocks carry the block schema");
+        got[*p as usize].push(b.clone());
+    }
+    for p in 0..n as usize {
+        let want = take_record_batch(&all, &UInt32Array::from(expected[p].clone())).unwrap();
+        let have = concat_batches(&schema, &got[p]).unwrap();
+        assert_eq!(have.num_rows(), want.num_rows(), "rows of partition {p}");
+        // NaN != NaN in Arrow's equality of values; compare their ArrayData (bitwise for floats) instead.
+        for c in 0..schema.fields().len() {
+            assert_eq!(have.column(c).to_data(), want.column(c).to_data(), "partition {p}, column {c}");
+        }
+    }
+    let rows: usize = run.blocks.iter().map(|(_, b)| b.num_rows()).sum();
+    assert_eq!(rows, all.num_rows());
+    assert_eq!(named(run, "shuffle_rows"), all.num_rows() as u64);
+    assert_eq!(named(run, "blocks_written"), run.blocks.len() as u64);
+    assert_eq!(run.output_rows, run.blocks.len() as u64);
+    assert_eq!(run.broker.used(), 0, "all memory returned");
+}
+
+/// Partitions come out ascending within each flush: the number of flushes is at least the descents + 1.
+fn ascending_runs(run: &Run) -> u64 {
+    1 + run.blocks.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64
+}
+
+#[test]
+fn routes_every_row_to_its_spark_partition_in_input_order() {
+    let inputs = random_batches(1, 6, 3000);
+    let s = schema();
+    for keys in [vec![0usize], vec![2], vec![1, 2, 3], vec![4, 5, 6, 7], vec![3, 0, 5, 2]] {
+        for n in [1u32, 7, 200] {
+            let r = run(&writer_plan(&keys, n, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+            check_routing(&r, &inputs, &keys, n, 1024);
+            assert_eq!(named(&r, "flushes"), 1, "18k rows fit in one default buffer");
+            assert_eq!(ascending_runs(&r), 1, "partitions ascending");
+            // Every non-empty partition: ceil(rows / 1024) blocks.
+            if n == 1 {
+                assert_eq!(r.blocks.len(), 18, "18000 rows in blocks of at most 1024");
+            }
+            let bytes: u64 = named(&r, "block_bytes");
+            assert!(bytes > 0);
+        }
+    }
+}
+
+#[test]
+fn no_keys_sends_everything_to_partition_zero() {
+    let inputs = random_batches(2, 3, 500);
+    let s = schema();
+    let r = run(&writer_plan(&[], 1, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    assert!(r.blocks.iter().all(|(p, _)| *p == 0));
+    check_routing(&r, &inputs, &[], 1, 1024);
+    assert_eq!(r.blocks.len(), 2, "1500 rows: blocks of 1024 and 476");
+}
+
+#[test]
+fn empty_input_writes_no_blocks() {
+    let s = schema();
+    for inputs in [vec![], vec![RecordBatch::new_empty(s.clone()), RecordBatch::new_empty(s.clone())]] {
+        let r = run(&writer_plan(&[0], 7, 0, &s, &s), inputs, s.clone(), usize::MAX);
+        assert!(r.blocks.is_empty());
+        assert_eq!(named(&r, "blocks_written"), 0);
+        assert_eq!(named(&r, "flushes"), 0);
+        assert_eq!(r.output_rows, 0);
+    }
+}
+
+#[test]
+fn small_flush_bytes_writes_more_blocks_with_the_same_rows() {
+    let inputs = random_batches(3, 20, 1000);
+    let s = schema();
+    let keys = [0usize, 2];
+    let whole = run(&writer_plan(&keys, 7, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    check_routing(&whole, &inputs, &keys, 7, 1024);
+    // A flush after every ~2 input batches.
+    let batch_bytes = inputs[0].get_array_memory_size() as u64;
+    let flushed = run(&writer_plan(&keys, 7, 2 * batch_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    check_routing(&flushed, &inputs, &keys, 7, 1024);
+    let flushes = named(&flushed, "flushes");
+    assert!(flushes >= 8, "{flushes} flushes");
+    assert_eq!(ascending_runs(&flushed), flushes, "each flush writes its partitions in ascending order");
+    assert!(flushed.blocks.len() > whole.blocks.len(), "{} vs {}", flushed.blocks.len(), whole.blocks.len());
+    assert_eq!(named(&flushed, "memory_flushes"), 0);
+}
+
+#[test]
+fn a_budget_smaller_than_the_input_completes_and_returns_its_memory() {
+    let inputs = random_batches(4, 40, 2000);
+    let total: usize = inputs.iter().map(|b| b.get_array_memory_size()).sum();
+    let s = schema();
+    let keys = [1usize, 4];
+    // About three input batches fit: the pool's refusals flush the buffer.
+    let budget = 3 * inputs[0].get_array_memory_size() + 1000;
+    assert!(budget * 10 < total);
+    let r = run(&writer_plan(&keys, 200, 0, &s, &s), inputs.clone(), s.clone(), budget);
+    check_routing(&r, &inputs, &keys, 200, 1024);
+    assert!(named(&r, "memory_flushes") > 5, "{:?}", r.named);
+    assert!(r.broker.peak() <= budget);
+    // A budget smaller than one batch: each batch is accounted over budget alone and written out at once.
+    let r = run(&writer_plan(&keys, 200, 0, &s, &s), inputs.clone(), s.clone(), 1000);
+    check_routing(&r, &inputs, &keys, 200, 1024);
+    assert_eq!(named(&r, "flushes"), 40);
+    assert_eq!(named(&r, "memory_flushes"), 40);
+}
+
+#[test]
+fn blocks_carry_the_block_schema_names_and_types() {
+    // Via the proto: the block schema renames the columns.
+    let s = schema();
+    let inputs = random_batches(5, 2, 700);
+    let renamed = Arc::new(Schema::new(
+        s.fields()
+            .iter()
+            .map(|f| Field::new(format!("c_{}", f.name()), f.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let r = run(&writer_plan(&[2], 7, 0, &s, &renamed), inputs.clone(), s.clone(), usize::MAX);
+    assert!(!r.blocks.is_empty());
+    for (_, b) in &r.blocks {
+        assert_eq!(b.schema(), renamed);
+    }
+    let rows: usize = r.blocks.iter().map(|(_, b)| b.num_rows()).sum();
+    assert_eq!(rows, 1400);
+
+    // A child producing Utf8View (and an Int32 the block widens to Int64): the blocks hold the block schema's
+    // Utf8 / Int64, and the view strings are routed as Spark routes the same strings.
+    let view_schema = Arc::new(Schema::new(vec![
+        Field::new("sv", DataType::Utf8View, true),
+        Field::new("n", DataType::Int32, false),
+    ]));
+    let strings: Vec<Option<String>> =
+        (0..3000).map(|i| (i % 11 != 0).then(|| "xé日".repeat(i % 7) + &i.to_string())).collect();
+    let view = StringViewArray::from_iter(strings.iter().map(|s| s.as_deref()));
+    let batch = RecordBatch::try_new(
+        view_schema.clone(),
+        vec![Arc::new(view) as ArrayRef, Arc::new(Int32Array::from_iter_values(0..3000))],
+    )
+    .unwrap();
+    let block_schema =
+        Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true), Field::new("id", DataType::Int64, false)]));
+    let input = Arc::new(InputExec::new(0, view_schema.clone(), reader(vec![batch.clone()], view_schema)));
+    let key = Arc::new(datafusion_physical_expr::expressions::Column::new("sv", 0));
+    let exec = Arc::new(ShuffleWriterExec::try_new(input, vec![key], 13, block_schema.clone(), 0).unwrap());
+    let out = futures::executor::block_on(datafusion_physical_plan::common::collect(
+        exec.execute(0, Arc::new(TaskContext::default())).unwrap(),
+    ))
+    .unwrap();
+    let blocks = decode(&out);
+    let mut seen = 0;
+    for (p, b) in &blocks {
+        assert_eq!(b.schema(), block_schema);
+        let s: &StringArray = b.column(0).as_string();
+        let id = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+        for r in 0..b.num_rows() {
+            let i = id.value(r) as usize;
+            assert_eq!(s.is_valid(r).then(|| s.value(r).to_string()), strings[i]);
+            assert_eq!(reference_partition(&batch, i, &[0], 13), *p, "row {i}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3000);
+}
+
+#[test]
+fn bad_plans_are_errors() {
+    let s = schema();
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let build = |p: pb::Plan| NativePlan::try_new(&p.encode_to_vec(), vec![reader(vec![], s.clone())], broker.clone());
+    assert!(build(writer_plan(&[0], 0, 0, &s, &s)).is_err(), "0 partitions");
+    let fewer = Arc::new(Schema::new(s.fields()[..3].to_vec()));
+    assert!(build(writer_plan(&[0], 7, 0, &s, &fewer)).is_err(), "a block schema of fewer columns");
+    let mut no_schema = writer_plan(&[0], 7, 0, &s, &s);
+    if let Some(pb::operator::Kind::ShuffleWriter(w)) = no_schema.root.as_mut().unwrap().kind.as_mut() {
+        w.block_schema = None;
+    }
+    assert!(build(no_schema).is_err(), "no block schema");
+}
+
+/// Rough cost of routing + encoding per row (no assertion on time): `cargo test --test shuffle_writer -- --ignored
+/// --nocapture timing`.
+#[test]
+#[ignore]
+fn timing() {
+    let inputs = random_batches(6, 100, 8192);
+    let s = schema();
+    let rows = 100 * 8192;
+    for n in [1u32, 200] {
+        let start = std::time::Instant::now();
+        let r = run(&writer_plan(&[0, 2], n, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+        let t = start.elapsed();
+        println!(
+            "n={n}: {rows} rows in {t:?}: {:.1} ns/row, {} blocks, {} bytes",
+            t.as_nanos() as f64 / rows as f64,
+            r.blocks.len(),
+            named(&r, "block_bytes")
+        );
+    }
+}
