@@ -339,6 +339,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::approx_constant)] // 3.14159 is the literal of the Spark query, not an approximation of pi
     fn floats_match_spark() {
         // hash(cast(0.0 as float)), hash(cast(-0.0 as float)), hash(cast('NaN' as float)), hash(cast(1.5 as float)),
         // hash(cast(-1.5 as float)), hash(cast('Infinity' as float)), hash(cast(3.14159 as float))
