@@ -238,6 +238,32 @@ fn routes_every_row_to_its_spark_partition_in_input_order() {
 }
 
 #[test]
+fn an_expression_key_is_evaluated_on_the_child_rows() {
+    // Key `l > 0`: a boolean, null where l is null.
+    let inputs = random_batches(7, 3, 1000);
+    let s = schema();
+    let key = cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), lit_long(0));
+    let w = pb::ShuffleWriter { keys: vec![key], num_partitions: 7, block_schema: Some(pb_schema(&s)), flush_bytes: 0 };
+    let output = Arc::new(Schema::new(vec![
+        Field::new("partition", DataType::Int32, false),
+        Field::new("block", DataType::Binary, false),
+    ]));
+    let p = plan(op(1, pb::operator::Kind::ShuffleWriter(w), vec![input(0, &s)]), &output);
+    let r = run(&p, inputs.clone(), s.clone(), usize::MAX);
+    let mut rows = 0;
+    for (p, b) in &r.blocks {
+        let l = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+        for i in 0..b.num_rows() {
+            let h = if l.is_null(i) { SPARK_HASH_SEED } else { hash_int((l.value(i) > 0) as i32, SPARK_HASH_SEED) };
+            assert_eq!(pmod(h, 7), *p);
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 3000);
+    assert!(r.blocks.iter().map(|(p, _)| p).collect::<std::collections::HashSet<_>>().len() >= 2);
+}
+
+#[test]
 fn no_keys_sends_everything_to_partition_zero() {
     let inputs = random_batches(2, 3, 500);
     let s = schema();
@@ -373,23 +399,65 @@ fn bad_plans_are_errors() {
     assert!(build(no_schema).is_err(), "no block schema");
 }
 
-/// Rough cost of routing + encoding per row (no assertion on time): `cargo test --test shuffle_writer -- --ignored
-/// --nocapture timing`.
+/// Rough cost of routing + encoding per row (no assertion on time), and of the two ways to gather a partition's
+/// rows: `cargo test -p ember-engine --test shuffle_writer -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn timing() {
-    let inputs = random_batches(6, 100, 8192);
+    let inputs = random_batches(6, 40, 8192);
     let s = schema();
-    let rows = 100 * 8192;
-    for n in [1u32, 200] {
-        let start = std::time::Instant::now();
-        let r = run(&writer_plan(&[0, 2], n, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
-        let t = start.elapsed();
-        println!(
-            "n={n}: {rows} rows in {t:?}: {:.1} ns/row, {} blocks, {} bytes",
-            t.as_nanos() as f64 / rows as f64,
-            r.blocks.len(),
-            named(&r, "block_bytes")
-        );
+    let rows = inputs.iter().map(|b| b.num_rows()).sum::<usize>();
+    for keys in [vec![0usize], vec![0, 2]] {
+        for n in [1u32, 200] {
+            let plan = writer_plan(&keys, n, 0, &s, &s).encode_to_vec();
+            let broker = Arc::new(FixedBroker::new(usize::MAX));
+            let mut p = NativePlan::try_new(&plan, vec![reader(inputs.clone(), s.clone())], broker).unwrap();
+            let start = std::time::Instant::now();
+            let mut bytes = 0;
+            while let Some(b) = p.next_batch().unwrap() {
+                bytes += b.column(1).as_binary::<i32>().value_data().len();
+            }
+            let t = start.elapsed();
+            println!(
+                "keys={keys:?} n={n}: {rows} rows in {t:?}: {:.1} ns/row, {bytes} block bytes",
+                t.as_nanos() as f64 / rows as f64
+            );
+        }
     }
+    // Gathering 200 partitions out of ~8 MiB of buffered batches: `interleave` over (batch, row) pairs sorted by
+    // partition (what the writer does) vs `take` per (batch, partition) then `concat` per partition.
+    let buffered = &inputs[..8];
+    let parts: Vec<Vec<u32>> =
+        buffered.iter().map(|b| (0..b.num_rows()).map(|r| reference_partition(b, r, &[0, 2], 200)).collect()).collect();
+    let start = std::time::Instant::now();
+    let mut order: Vec<Vec<(usize, usize)>> = vec![vec![]; 200];
+    for (bi, ps) in parts.iter().enumerate() {
+        for (r, p) in ps.iter().enumerate() {
+            order[*p as usize].push((bi, r));
+        }
+    }
+    let refs: Vec<&RecordBatch> = buffered.iter().collect();
+    let mut n1 = 0;
+    for o in &order {
+        n1 += arrow::compute::interleave_record_batch(&refs, o).unwrap().num_rows();
+    }
+    let t_interleave = start.elapsed();
+    let start = std::time::Instant::now();
+    let mut per_partition: Vec<Vec<RecordBatch>> = vec![vec![]; 200];
+    for (b, ps) in buffered.iter().zip(&parts) {
+        let mut idx: Vec<Vec<u32>> = vec![vec![]; 200];
+        for (r, p) in ps.iter().enumerate() {
+            idx[*p as usize].push(r as u32);
+        }
+        for (p, i) in idx.into_iter().enumerate() {
+            per_partition[p].push(take_record_batch(b, &UInt32Array::from(i)).unwrap());
+        }
+    }
+    let mut n2 = 0;
+    for batches in &per_partition {
+        n2 += concat_batches(&s, batches).unwrap().num_rows();
+    }
+    let t_take = start.elapsed();
+    assert_eq!(n1, n2);
+    println!("gather {n1} rows into 200 partitions: interleave {t_interleave:?}, take + concat {t_take:?}");
 }
