@@ -140,6 +140,8 @@ struct Run {
     broker: Arc<FixedBroker>,
     named: Vec<(String, u64)>,
     output_rows: u64,
+    /// Block bytes of each output batch.
+    output_batch_bytes: Vec<usize>,
 }
 
 fn run(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef, budget: usize) -> Run {
@@ -152,7 +154,8 @@ fn run(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef, budge
     assert_eq!(p.memory().0, 0, "the writer's reservation is released at the end");
     let m = p.metrics().into_iter().find(|m| m.id == 1).unwrap();
     drop(p);
-    Run { blocks: decode(&out), broker, named: m.named, output_rows: m.output_rows }
+    let output_batch_bytes = out.iter().map(|b| b.column(1).as_binary::<i32>().value_data().len()).collect();
+    Run { blocks: decode(&out), broker, named: m.named, output_rows: m.output_rows, output_batch_bytes }
 }
 
 /// Each block is exactly one IPC stream holding the rows of one batch.
@@ -261,6 +264,22 @@ fn an_expression_key_is_evaluated_on_the_child_rows() {
     }
     assert_eq!(rows, 3000);
     assert!(r.blocks.iter().map(|(p, _)| p).collect::<std::collections::HashSet<_>>().len() >= 2);
+}
+
+#[test]
+fn output_batches_stay_near_16_mib_of_blocks() {
+    // ~22 MB of blocks in one partition, in blocks of at most 1024 rows (~70 KB).
+    let inputs = random_batches(8, 40, 8192);
+    let s = schema();
+    // One flush of everything: its blocks must still come out in several output batches.
+    let r = run(&writer_plan(&[], 1, 1 << 30, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    check_routing(&r, &inputs, &[], 1, 1024);
+    assert_eq!(named(&r, "flushes"), 1);
+    assert!(r.output_batch_bytes.len() >= 2, "{:?}", r.output_batch_bytes);
+    for b in &r.output_batch_bytes {
+        assert!(*b < (16 << 20) + (1 << 20), "an output batch of {b} bytes");
+    }
+    assert_eq!(r.output_batch_bytes.iter().sum::<usize>() as u64, named(&r, "block_bytes"));
 }
 
 #[test]
