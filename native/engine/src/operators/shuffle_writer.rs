@@ -14,7 +14,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use arrow::array::{Array, ArrayRef, BinaryBuilder, Int32Array, RecordBatch, RecordBatchOptions};
+use arrow::array::{Array, ArrayRef, BinaryArray, Int32Array, RecordBatch, RecordBatchOptions};
+use arrow::buffer::OffsetBuffer;
 use arrow::compute::{can_cast_types, cast, concat, interleave};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -39,7 +40,8 @@ use crate::spark_hash::{self, SPARK_HASH_SEED};
 /// small), small enough that the buffer is a modest share of a task's memory and fits in cache-friendly gathers.
 pub const DEFAULT_FLUSH_BYTES: usize = 8 << 20;
 
-/// An output batch is closed once its blocks reach this many bytes, so the JVM never holds a huge batch at once.
+/// An output batch is closed once its blocks reach this many bytes (so it holds at most this plus one block),
+/// so the JVM never holds a huge batch at once.
 const OUTPUT_BATCH_BYTES: usize = 16 << 20;
 
 /// The schema of the operator's output: one row per block.
@@ -396,18 +398,22 @@ impl ShuffleWriterStream {
     /// flush is done its buffer is released (and a batch the pool refused is buffered again).
     fn next_output(&mut self) -> Result<Option<RecordBatch>> {
         let Some(flush) = self.flush.as_mut() else { return Ok(None) };
+        // The blocks are encoded one after the other into the values buffer of the output's Binary column.
         let mut partitions = vec![];
-        let mut blocks = BinaryBuilder::new();
-        let mut bytes = 0usize;
+        let mut offsets = vec![0i32];
+        let mut values = Vec::new();
         while let Some((partition, range)) = flush.blocks.pop_front() {
-            let block = encode_block(&flush.batches, &flush.order[range.clone()], &self.block_schema)?;
+            let start = values.len();
+            encode_block(&flush.batches, &flush.order[range.clone()], &self.block_schema, &mut values)?;
+            let len = values.len() - start;
             self.metrics.blocks_written.add(1);
-            self.metrics.block_bytes.add(block.len());
+            self.metrics.block_bytes.add(len);
             self.metrics.shuffle_rows.add(range.len());
-            bytes += block.len();
             partitions.push(partition as i32);
-            blocks.append_value(&block);
-            if bytes >= OUTPUT_BATCH_BYTES {
+            offsets.push(i32::try_from(values.len()).map_err(|_| {
+                DataFusionError::Execution(format!("shuffle blocks of {} bytes in one output batch", values.len()))
+            })?);
+            if values.len() >= OUTPUT_BATCH_BYTES {
                 break;
             }
         }
@@ -423,9 +429,10 @@ impl ShuffleWriterStream {
         if partitions.is_empty() {
             return Ok(None);
         }
+        let blocks = BinaryArray::new(OffsetBuffer::new(offsets.into()), arrow::buffer::Buffer::from_vec(values), None);
         let out = RecordBatch::try_new(
             shuffle_output_schema(),
-            vec![Arc::new(Int32Array::from(partitions)) as ArrayRef, Arc::new(blocks.finish())],
+            vec![Arc::new(Int32Array::from(partitions)) as ArrayRef, Arc::new(blocks)],
         )?;
         Ok(Some(out))
     }
@@ -508,21 +515,26 @@ fn gather(batches: &[RecordBatch], indices: &[(usize, usize)], columns: usize) -
     })
 }
 
-/// One block: the rows at `indices` (batch, row), as one Arrow IPC stream (schema, one record batch, end
-/// marker). Not compressed: Spark compresses the shuffle stream itself.
-fn encode_block(batches: &[RecordBatch], indices: &[(usize, usize)], schema: &SchemaRef) -> Result<Vec<u8>> {
+/// One block: the rows at `indices` (batch, row), appended to `out` as one Arrow IPC stream (schema, one record
+/// batch, end marker). Not compressed: Spark compresses the shuffle stream itself.
+fn encode_block(
+    batches: &[RecordBatch],
+    indices: &[(usize, usize)],
+    schema: &SchemaRef,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let columns = gather(batches, indices, schema.fields().len())?;
-    let capacity = columns.iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0)).sum::<usize>() + 1024;
+    out.reserve(columns.iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0)).sum::<usize>() + 1024);
     // With the row count: a block of zero columns (e.g. the shuffle under a `count(*)`) still carries its rows.
     let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
     let batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)?;
     // 8-byte alignment (the IPC format's minimum, what Arrow Java writes) rather than 64: less padding in the
     // many small blocks of a wide shuffle.
     let options = IpcWriteOptions::try_new(8, false, MetadataVersion::V5)?;
-    let mut writer = StreamWriter::try_new_with_options(Vec::with_capacity(capacity), schema, options)?;
+    let mut writer = StreamWriter::try_new_with_options(out, schema, options)?;
     writer.write(&batch)?;
     writer.finish()?;
-    Ok(writer.into_inner()?)
+    Ok(())
 }
 
 impl Stream for ShuffleWriterStream {
