@@ -241,6 +241,18 @@ fn routes_every_row_to_its_spark_partition_in_input_order() {
 }
 
 #[test]
+fn batches_smaller_than_the_partition_count_route_the_same() {
+    // 37-row batches among 200 partitions: each batch is ordered by sorting (partition, row) keys rather than by
+    // counting over every partition.
+    let inputs = random_batches(9, 30, 37);
+    let s = schema();
+    for keys in [vec![0usize, 2], vec![5]] {
+        let r = run(&writer_plan(&keys, 200, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+        check_routing(&r, &inputs, &keys, 200, 1024);
+    }
+}
+
+#[test]
 fn an_expression_key_is_evaluated_on_the_child_rows() {
     // Key `l > 0`: a boolean, null where l is null.
     let inputs = random_batches(7, 3, 1000);
@@ -311,9 +323,9 @@ fn small_flush_bytes_writes_more_blocks_with_the_same_rows() {
     let keys = [0usize, 2];
     let whole = run(&writer_plan(&keys, 7, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
     check_routing(&whole, &inputs, &keys, 7, 1024);
-    // A flush after every ~2 input batches.
+    // A flush after every few input batches (buffered batches are compacted by the sort, so smaller).
     let batch_bytes = inputs[0].get_array_memory_size() as u64;
-    let flushed = run(&writer_plan(&keys, 7, 2 * batch_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    let flushed = run(&writer_plan(&keys, 7, batch_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
     check_routing(&flushed, &inputs, &keys, 7, 1024);
     let flushes = named(&flushed, "flushes");
     assert!(flushes >= 8, "{flushes} flushes");
