@@ -305,6 +305,17 @@ fn no_keys_sends_everything_to_partition_zero() {
 }
 
 #[test]
+fn rows_without_columns_keep_their_count() {
+    // E.g. the shuffle under a `count(*)`: the blocks carry row counts only.
+    let s = Arc::new(Schema::empty());
+    let options = arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(700));
+    let batch = RecordBatch::try_new_with_options(s.clone(), vec![], &options).unwrap();
+    let r = run(&writer_plan(&[], 1, 0, &s, &s), vec![batch.clone(), batch], s.clone(), usize::MAX);
+    assert_eq!(r.blocks.iter().map(|(_, b)| b.num_rows()).collect::<Vec<_>>(), [1024, 376]);
+    assert!(r.blocks.iter().all(|(p, b)| *p == 0 && b.num_columns() == 0));
+}
+
+#[test]
 fn empty_input_writes_no_blocks() {
     let s = schema();
     for inputs in [vec![], vec![RecordBatch::new_empty(s.clone()), RecordBatch::new_empty(s.clone())]] {
