@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not baked in when it is compiled: a build cache shared between clones (CI's)
+    // may reuse a script compiled in another, since-deleted clone.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let mut files = Vec::new();
     for entry in std::fs::read_dir(root.join("ember"))? {
         let path = entry?.path();
