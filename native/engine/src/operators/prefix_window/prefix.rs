@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 use arrow::array::{Array, Int64Array};
+use arrow::buffer::BooleanBuffer;
 use datafusion_common::Result;
 
 pub enum PrefixSums {
@@ -33,6 +34,10 @@ pub enum PrefixSums {
 pub struct Prefix {
     pub sums: PrefixSums,
     pub counts: Vec<u64>,
+    /// Exact prefixes whose range over the whole chunk fits in 63 bits: no difference of two of them — no
+    /// partial sum of any frame — can overflow, so ANSI frames skip the overflow scan (checked once per chunk
+    /// rather than once per frame).
+    cannot_overflow: bool,
 }
 
 impl Prefix {
@@ -52,15 +57,17 @@ impl Prefix {
                 Some(*c)
             }))
             .collect();
+        let mut cannot_overflow = false;
         let sums = if exact {
-            PrefixSums::Exact(
-                std::iter::once(0)
-                    .chain(zeroed.iter().scan(0i128, |acc, &v| {
-                        *acc += v as i128;
-                        Some(*acc)
-                    }))
-                    .collect(),
-            )
+            let p: Vec<i128> = std::iter::once(0)
+                .chain(zeroed.iter().scan(0i128, |acc, &v| {
+                    *acc += v as i128;
+                    Some(*acc)
+                }))
+                .collect();
+            let (lo, hi) = p.iter().fold((i128::MAX, i128::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            cannot_overflow = hi - lo <= i64::MAX as i128;
+            PrefixSums::Exact(p)
         } else {
             PrefixSums::Wrapping(
                 std::iter::once(0)
@@ -71,7 +78,7 @@ impl Prefix {
                     .collect(),
             )
         };
-        Self { sums, counts }
+        Self { sums, counts, cannot_overflow }
     }
 
     pub fn count(&self, s: usize, e: usize) -> u64 {
@@ -93,10 +100,12 @@ impl Prefix {
             let PrefixSums::Exact(p) = &self.sums else {
                 return Err(datafusion_common::DataFusionError::Internal("ANSI sum without exact prefixes".into()));
             };
-            overflow_at = first_overflow(p, parts, starts, ends);
+            if !self.cannot_overflow {
+                overflow_at = first_overflow(p, parts, starts, ends);
+            }
         }
         let c = &self.counts;
-        let valid: Vec<bool> = starts.iter().zip(ends).map(|(&s, &e)| c[e] != c[s]).collect();
+        let valid = BooleanBuffer::collect_bool(starts.len(), |i| c[ends[i]] != c[starts[i]]);
         let values: Vec<i64> = match &self.sums {
             PrefixSums::Wrapping(p) => starts.iter().zip(ends).map(|(&s, &e)| p[e].wrapping_sub(p[s])).collect(),
             // Truncation to 64 bits is the wrapped result (LEGACY); under ANSI the value fits (checked above).
