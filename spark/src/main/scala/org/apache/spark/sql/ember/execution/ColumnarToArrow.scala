@@ -106,11 +106,27 @@ object ColumnarToArrow {
     if (!src.hasNull) {
       validity.setOne(0, BitVectorHelper.getValidityBufferSize(n).toLong)
     } else {
-      validity.setZero(0, BitVectorHelper.getValidityBufferSize(n).toLong)
+      // 64 rows per word: one (bounds-checked) buffer write per word rather than one per row.
+      val bytes = BitVectorHelper.getValidityBufferSize(n)
       var i = 0
       while (i < n) {
-        if (!src.isNullAt(i)) BitVectorHelper.setBit(validity, i)
-        i += 1
+        var word = 0L
+        val end = math.min(i + 64, n)
+        var j = i
+        while (j < end) {
+          if (!src.isNullAt(j)) word |= 1L << (j - i)
+          j += 1
+        }
+        val at = i >> 3
+        if (at + 8 <= bytes) validity.setLong(at.toLong, word)
+        else {
+          var b = at
+          while (b < bytes) {
+            validity.setByte(b.toLong, (word >>> ((b - at) * 8)).toInt)
+            b += 1
+          }
+        }
+        i = end
       }
     }
   }
