@@ -1,7 +1,7 @@
 """HLL-gated partial aggregation (issue 4): GROUP BY key with sum/count/min/max over three key shapes, each run
 with vanilla Spark, Ember with an always-combining partial aggregate (gate off) and Ember gated.
 
-    dev/bench/submit.sh aggregate [--rows 20000000] [--scale 1.0] [--partitions 2] [--repeat 1]
+    dev/bench/submit.sh aggregate [--rows 20000000] [--scale 1.0] [--partitions 2] [--repeat 1] [--conf k=v]...
 
 Key shapes (each input partition is a contiguous range of ids):
   keys_1k           key = id % 1000: combining shrinks every partition to 1k rows.
@@ -72,12 +72,16 @@ def main():
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--shapes", default="keys_1k,unique,unique_then_1k")
+    ap.add_argument("--conf", action="append", default=[], help="k=v set on the session for every configuration")
     args = ap.parse_args()
     rows = int(args.rows * args.scale)
 
     spark = SparkSession.builder.appName("ember-bench-aggregate").getOrCreate()
     spark.conf.set("spark.sql.shuffle.partitions", str(args.partitions))
     spark.conf.set("spark.sql.adaptive.enabled", "false")
+    for kv in args.conf:
+        k, v = kv.split("=", 1)
+        spark.conf.set(k, v)
     print(f"rows={rows} partitions={args.partitions} repeat={args.repeat}\n", flush=True)
 
     compare_configs(

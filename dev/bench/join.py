@@ -32,6 +32,7 @@ def parse():
     p.add_argument("--max-build-buffer-bytes", type=int, default=0,
                    help="test knob spark.ember.hashJoin.spill.maxBuildBufferBytes (forces spilling at small scale)")
     p.add_argument("--budget", type=int, default=0, help="(inner mode) run at this budget in this JVM")
+    p.add_argument("--conf", action="append", default=[], help="k=v set on the session for every variant")
     return p.parse_args()
 
 
@@ -64,6 +65,7 @@ def orchestrate(args):
         cmd = [os.path.join(here, "submit.sh"), "join", "--budget", str(budget), "--scale", str(args.scale),
                "--shapes", args.shapes, "--variants", args.variants, "--partitions", str(args.partitions),
                "--max-build-buffer-bytes", str(args.max_build_buffer_bytes)]
+        cmd += [a for kv in args.conf for a in ("--conf", kv)]
         print(f"budget {budget} MiB/task: {' '.join(cmd[1:])} (BENCH_OFFHEAP={env['BENCH_OFFHEAP']})", flush=True)
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
         got = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -101,6 +103,9 @@ def run_budget(args):
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.conf.set("spark.sql.adaptive.enabled", "false")  # the planned join is the one measured
     spark.conf.set("spark.ember.hashJoin.spill.maxBuildBufferBytes", str(args.max_build_buffer_bytes))
+    for kv in args.conf:
+        k, v = kv.split("=", 1)
+        spark.conf.set(k, v)
     n_build, n_probe = int(4_000_000 * args.scale), int(20_000_000 * args.scale)
     domain = max(1, n_build * 5 // 4)  # ~80% of the probe keys find a build row
 

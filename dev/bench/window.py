@@ -7,6 +7,7 @@ no-op sink. Variants, side by side on the same Parquet input:
   vanilla+rule   Spark's WindowExec after PrefixWindowRewrite (spark.ember.window.prefixRewrite.enabled; ANSI off only)
   ember-refold   Ember's native window with prefix evaluation off (one add-and-retract accumulator per frame)
   ember-prefix   Ember's native window with prefix evaluation on
+  ember-prefix+shuffle  the same over Ember's columnar shuffle (spark.ember.exec.shuffle.enabled)
 Shapes: M measures x widths; 1 measure x widths; M measures x widths*4. Reported: whole-query wall time, the
 window stage's executor run time (Spark's stage metrics: the query's last stage, which reads the shuffle, sorts
 and evaluates the window), JVM CPU, and whether every variant's rows checksum equal to vanilla's.
@@ -68,11 +69,19 @@ VARIANTS = {
         "spark.ember.enabled": "true",
         "spark.ember.window.prefixRewrite.enabled": "false",
         "spark.ember.window.prefix.enabled": "false",
+        "spark.ember.exec.shuffle.enabled": "false",
     },
     "ember-prefix": {
         "spark.ember.enabled": "true",
         "spark.ember.window.prefixRewrite.enabled": "false",
         "spark.ember.window.prefix.enabled": "true",
+        "spark.ember.exec.shuffle.enabled": "false",
+    },
+    "ember-prefix+shuffle": {
+        "spark.ember.enabled": "true",
+        "spark.ember.window.prefixRewrite.enabled": "false",
+        "spark.ember.window.prefix.enabled": "true",
+        "spark.ember.exec.shuffle.enabled": "true",
     },
 }
 

@@ -3,6 +3,7 @@
 pub mod adaptive_aggregate;
 pub mod input;
 pub mod prefix_window;
+pub mod shuffle_reader;
 pub mod shuffle_writer;
 pub(crate) mod spill;
 pub mod spilling_hash_join;
@@ -10,5 +11,6 @@ pub mod spilling_hash_join;
 pub use adaptive_aggregate::AdaptiveAggregateExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
+pub use shuffle_reader::ShuffleBlockReader;
 pub use shuffle_writer::ShuffleWriterExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

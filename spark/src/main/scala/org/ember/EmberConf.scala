@@ -215,6 +215,22 @@ object EmberConf {
       "to disk in hash buckets when Spark's off-heap pool refuses memory, instead of failing the task."
   )
 
+  val EXEC_SHUFFLE: Entry[Boolean] = bool(
+    "spark.ember.exec.shuffle.enabled",
+    default = false,
+    "Run hash-partitioned and single-partition `ShuffleExchangeExec`s as Ember's columnar shuffle " +
+      "(`EmberShuffleExchangeExec`): rows are routed natively with Spark's own Murmur3 partitioning and cross " +
+      "the shuffle as Arrow IPC blocks through Spark's shuffle manager (compression, spill, fetch and AQE as usual), " +
+      "so native operators on both sides skip the row conversions. Round-robin and range exchanges stay in Spark."
+  )
+
+  val SHUFFLE_FLUSH_BYTES: Entry[Long] = long(
+    "spark.ember.shuffle.flushBytes",
+    default = 0L,
+    "Input a native shuffle writer buffers (reserved from Spark's memory pool) before it writes every " +
+      "partition's rows out as blocks; 0: the native default. Smaller: less memory, more and smaller blocks."
+  )
+
   val EXEC_REPLACE_SMJ: Entry[Boolean] = bool(
     "spark.ember.exec.replaceSortMergeJoin.enabled",
     default = false,

@@ -178,6 +178,16 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           op
         )
       )
+    case s: exchange.ShuffleExchangeExec =>
+      attempt(s, ShuffleSerde)(op =>
+        EmberShuffleExchangeExec(
+          s.outputPartitioning,
+          native(s.child),
+          s.shuffleOrigin,
+          s.advisoryPartitionSize,
+          op
+        )
+      )
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

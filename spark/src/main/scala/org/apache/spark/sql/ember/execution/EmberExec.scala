@@ -208,8 +208,12 @@ object EmberBlock {
     val inputSchemas = built.inputs.map(_.child.schema)
     val queryContexts = QueryContexts.of(built.nodes)
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
-      if (in.child.supportsColumnar)
-        in.child.executeColumnar().mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+      if (in.child.supportsColumnar) in.child.executeColumnar() match {
+        // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
+        case blocks: DecodedBlocksRDD =>
+          blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))
+        case batches => batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+      }
       else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
     def start(inputs: Seq[InputIterator]): Iterator[T] =

@@ -42,8 +42,9 @@ class NativePlanIterator(
   private val allocator =
     ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
   // Per input: an UnsafeRow source (rows, decoded natively) or an Arrow reader exported as a C stream.
-  private val rowSources: Seq[UnsafeRowSource] = inputs.zip(inputSchemas).map {
+  private val rowSources: Seq[NativeByteSource] = inputs.zip(inputSchemas).map {
     case (InputIterator.Rows(rows), schema) if nativeRowInput => new UnsafeRowSource(rows, schema, batchSize)
+    case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
     case _ => null
   }
   private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {
@@ -264,13 +265,13 @@ class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows:
  * code, on the task thread). Rows that are not `UnsafeRow`s are projected to one first. A failure of the child
  * is kept, so the task fails with the child's own exception.
  */
-class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int) {
-  @volatile var failure: Throwable = _
+class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int)
+    extends NativeByteSource {
   private val context = TaskContext.get()
   private lazy val toUnsafe = UnsafeProjection.create(schema)
   private var buffer = new Array[Byte](1 << 16)
 
-  def nextRows(): Array[Byte] =
+  override def nextRows(): Array[Byte] =
     try {
       if (context != null) context.killTaskIfInterrupted()
       var length = 0
@@ -297,4 +298,13 @@ class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize
         failure = t
         throw t
     }
+}
+
+/**
+ * An input the native side pulls as byte buffers, on the task thread (`nextRows`, called from native code; null
+ * at the end). A failure of the Spark side is kept, so the task fails with Spark's own exception.
+ */
+trait NativeByteSource {
+  @volatile var failure: Throwable = _
+  def nextRows(): Array[Byte]
 }

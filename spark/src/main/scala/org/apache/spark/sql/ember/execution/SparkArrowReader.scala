@@ -18,6 +18,9 @@ object InputIterator {
   final case class Rows(rows: Iterator[InternalRow]) extends InputIterator
   final case class Columnar(batches: Iterator[ColumnarBatch]) extends InputIterator
 
+  /** Ember's shuffle blocks, one `UnsafeRow` with a BINARY field each: decoded natively. */
+  final case class ShuffleBlocks(blockRows: Iterator[InternalRow]) extends InputIterator
+
   def rows(it: Iterator[InternalRow]): InputIterator = Rows(it)
   def columnar(it: Iterator[ColumnarBatch]): InputIterator = Columnar(it)
 }
@@ -49,6 +52,8 @@ class SparkArrowReader(
       input match {
         case InputIterator.Rows(rows) => loadRows(root, rows)
         case InputIterator.Columnar(batches) => loadColumns(root, batches)
+        case InputIterator.ShuffleBlocks(_) =>
+          throw new IllegalStateException("shuffle blocks are decoded natively")
       }
     } catch {
       case t: Throwable =>

@@ -1,0 +1,341 @@
+package org.apache.spark.sql.ember.execution
+
+import java.io.ByteArrayInputStream
+
+import scala.concurrent.Future
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.{FieldVector, VarBinaryVector}
+import org.apache.arrow.vector.ipc.ArrowStreamReader
+import org.apache.spark.{
+  MapOutputStatistics,
+  Partition,
+  PartitionIdPassthrough,
+  ShuffleDependency,
+  TaskContext
+}
+import org.apache.spark.internal.Logging
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.logical.Statistics
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.execution.{
+  CoalescedPartitionSpec,
+  ShuffledRowRDD,
+  ShufflePartitionSpec,
+  SparkPlan,
+  SQLExecution,
+  UnaryExecNode,
+  UnsafeRowSerializer
+}
+import org.apache.spark.sql.execution.exchange.{ShuffleExchangeExec, ShuffleExchangeLike, ShuffleOrigin}
+import org.apache.spark.sql.execution.metric.{
+  SQLMetric,
+  SQLMetrics,
+  SQLShuffleReadMetricsReporter,
+  SQLShuffleWriteMetricsReporter
+}
+import org.apache.spark.sql.types.{BinaryType, IntegerType}
+import org.apache.spark.sql.util.ArrowUtils
+import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+import org.apache.spark.unsafe.Platform
+import org.ember.proto
+
+/**
+ * Ember's columnar shuffle: a hash-partitioned (or single-partition) `ShuffleExchangeExec` whose map side runs
+ * natively. The child's native block, topped by a `ShuffleWriter` (Spark's Murmur3 routing, so partitions are
+ * exactly the ones Spark's exchange would build and co-partition with Spark-shuffled sides), emits each
+ * partition's rows as Arrow IPC blocks. They cross Spark's own shuffle — one `UnsafeRow` with a single BINARY
+ * field per block, Spark's `UnsafeRowSerializer`, its shuffle manager, compression, fetching and AQE statistics —
+ * and are decoded on the reduce side into Arrow-backed batches that a native consumer takes over without a copy.
+ * Spark row consumers read them through `doExecute`.
+ */
+case class EmberShuffleExchangeExec(
+    override val outputPartitioning: Partitioning,
+    child: SparkPlan,
+    shuffleOrigin: ShuffleOrigin,
+    advisoryPartitionSize: Option[Long],
+    nativeOperator: proto.Operator
+) extends ShuffleExchangeLike {
+
+  private lazy val writeMetrics = SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
+  private lazy val readMetrics = SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
+
+  /** What the native writer reports (keys as `EmberExec` and the writer's `MetricBuilder` counters name them). */
+  private lazy val writerMetrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "blocks out of the native writer"),
+    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sparkContext, "native elapsed compute"),
+    "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
+    "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
+    "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
+    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory"),
+    "shuffle_rows" -> SQLMetrics.createMetric(sparkContext, "rows routed natively"),
+    "blocks_written" -> SQLMetrics.createMetric(sparkContext, "Arrow IPC blocks written"),
+    "block_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "Arrow IPC block bytes")
+  )
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
+    "numPartitions" -> SQLMetrics.createMetric(sparkContext, "number of partitions")
+  ) ++ readMetrics ++ writeMetrics ++ writerMetrics
+
+  override def nodeName: String = "EmberShuffleExchange"
+
+  // Columnar for native consumers, rows for Spark's: Spark then inserts no transition above this node, and
+  // keeps its (native) child columnar.
+  override def supportsColumnar: Boolean = true
+  override def supportsRowBased: Boolean = true
+
+  /** (partition, block row) pairs, one per Arrow IPC block the native writer emits. */
+  @transient private lazy val blockRecords: RDD[Product2[Int, InternalRow]] = {
+    val writer = EmberShuffleWriterExec(child, nativeOperator, writerMetrics)
+    EmberBlock.execute(writer).mapPartitionsInternal(batches => ShuffleBlocks.records(batches))
+  }
+
+  @transient lazy val shuffleDependency: ShuffleDependency[Int, InternalRow, InternalRow] = {
+    val dep = new ShuffleDependency[Int, InternalRow, InternalRow](
+      blockRecords,
+      new PartitionIdPassthrough(outputPartitioning.numPartitions),
+      new UnsafeRowSerializer(1, metrics("dataSize")),
+      shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics)
+    )
+    metrics("numPartitions").set(dep.partitioner.numPartitions)
+    val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
+    SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, metrics("numPartitions") :: Nil)
+    dep
+  }
+
+  @transient override lazy val mapOutputStatisticsFuture: Future[MapOutputStatistics] =
+    if (blockRecords.getNumPartitions == 0) Future.successful(null)
+    else sparkContext.submitMapStage(shuffleDependency)
+
+  override def shuffleId: Int = shuffleDependency.shuffleId
+  override def numMappers: Int = shuffleDependency.rdd.getNumPartitions
+  override def numPartitions: Int = shuffleDependency.partitioner.numPartitions
+
+  override def getShuffleRDD(partitionSpecs: Array[ShufflePartitionSpec]): RDD[ColumnarBatch] =
+    ShuffleBlocks.decode(new ShuffledRowRDD(shuffleDependency, readMetrics, partitionSpecs))
+
+  /** Spark counts blocks as shuffle records; AQE needs rows (an empty side is one with 0 rows). */
+  override def runtimeStatistics: Statistics =
+    Statistics(metrics("dataSize").value, Some(writerMetrics("shuffle_rows").value))
+
+  @transient private lazy val cachedShuffleRDD: RDD[ColumnarBatch] =
+    getShuffleRDD(Array.tabulate(numPartitions)(i => CoalescedPartitionSpec(i, i + 1)))
+
+  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = cachedShuffleRDD
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val attrs = output
+    executeColumnar().mapPartitionsInternal { batches =>
+      val toUnsafe = UnsafeProjection.create(attrs, attrs)
+      batches.flatMap(_.rowIterator().asScala).map(toUnsafe)
+    }
+  }
+
+  override def simpleString(maxFields: Int): String =
+    s"EmberShuffleExchange $outputPartitioning, $shuffleOrigin"
+
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleExchangeExec =
+    copy(child = newChild)
+}
+
+/**
+ * The native block under an [[EmberShuffleExchangeExec]], topped by its `ShuffleWriter`: (partition, block)
+ * rows. Built when the exchange executes, never part of the plan tree; its metrics are the exchange's.
+ */
+case class EmberShuffleWriterExec(
+    child: SparkPlan,
+    nativeOperator: proto.Operator,
+    writerMetrics: Map[String, SQLMetric]
+) extends UnaryExecNode
+    with EmberExec {
+  override lazy val output: Seq[Attribute] = Seq(
+    AttributeReference("partition", IntegerType, nullable = false)(),
+    AttributeReference("block", BinaryType, nullable = false)()
+  )
+  override lazy val metrics: Map[String, SQLMetric] = writerMetrics
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleWriterExec =
+    copy(child = newChild)
+}
+
+/** Arrow IPC blocks in and out of Spark's shuffle. */
+object ShuffleBlocks {
+
+  /**
+   * The writer's output batches → one shuffle record per block: its partition, and the block as an `UnsafeRow`
+   * with one BINARY field (null bits, offset-and-size word, the bytes padded to 8), built with a single copy.
+   */
+  def records(batches: Iterator[ColumnarBatch]): Iterator[Product2[Int, InternalRow]] =
+    batches.flatMap { batch =>
+      val partitions = batch.column(0)
+      val blocks =
+        batch.column(1).asInstanceOf[ArrowColumnVector].getValueVector.asInstanceOf[VarBinaryVector]
+      // Consumed before the next batch is pulled (which releases this one).
+      Iterator.tabulate(batch.numRows())(i => (partitions.getInt(i), blockRow(blocks, i)))
+    }
+
+  private def blockRow(blocks: VarBinaryVector, i: Int): UnsafeRow = {
+    val start = blocks.getStartOffset(i)
+    val length = blocks.getEndOffset(i) - start
+    val bytes = new Array[Byte](16 + ((length + 7) & ~7))
+    Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + 8, (16L << 32) | length)
+    Platform.copyMemory(
+      null,
+      blocks.getDataBuffer.memoryAddress() + start,
+      bytes,
+      Platform.BYTE_ARRAY_OFFSET + 16,
+      length
+    )
+    val row = new UnsafeRow(1)
+    row.pointTo(bytes, bytes.length)
+    row
+  }
+
+  /** The reduce side: block rows → Arrow-backed batches (see [[DecodedBlocksRDD]]). */
+  def decode(blockRows: RDD[InternalRow]): RDD[ColumnarBatch] = new DecodedBlocksRDD(blockRows)
+}
+
+/**
+ * A shuffle read as Arrow-backed batches, decoded on the JVM ([[DecodedBlocks]]) for Spark's own consumers. A
+ * native consumer finds this RDD under whatever wraps the shuffle (AQE's reads and stages, reused exchanges all
+ * hand it on) and reads `blockRows` instead: the blocks then go to the native side undecoded
+ * ([[ShuffleBlockSource]]), which decodes them and glues small ones into full batches.
+ */
+class DecodedBlocksRDD(val blockRows: RDD[InternalRow]) extends RDD[ColumnarBatch](blockRows) {
+  override protected def getPartitions: Array[Partition] = blockRows.partitions
+  override protected def getPreferredLocations(split: Partition): Seq[String] =
+    blockRows.preferredLocations(split)
+  override def compute(split: Partition, context: TaskContext): Iterator[ColumnarBatch] =
+    new DecodedBlocks(blockRows.iterator(split, context))
+}
+
+/**
+ * Shuffle blocks for a native plan: `nextRows` packs the next blocks of the task's shuffle read, each preceded by
+ * its size (a little-endian long), up to about `targetBytes` per call; the native side
+ * (`operators/shuffle_reader.rs`) decodes them. A failure of the read is kept, so the task fails with it.
+ */
+class ShuffleBlockSource(blockRows: Iterator[InternalRow], targetBytes: Int = 4 << 20)
+    extends NativeByteSource {
+  private val context = TaskContext.get()
+  private var buffer = new Array[Byte](1 << 16)
+
+  override def nextRows(): Array[Byte] =
+    try {
+      if (context != null) context.killTaskIfInterrupted()
+      var length = 0
+      while (length < targetBytes && blockRows.hasNext) {
+        val row = blockRows.next().asInstanceOf[UnsafeRow]
+        val word = row.getLong(0)
+        val size = word.toInt
+        if (length + 8L + size > buffer.length) {
+          val grown = math.max(buffer.length.toLong * 2, length + 8L + size)
+          if (grown > Int.MaxValue - 16)
+            throw new IllegalStateException("shuffle blocks of one call exceed 2 GiB")
+          buffer = java.util.Arrays.copyOf(buffer, grown.toInt)
+        }
+        Platform.putLong(buffer, Platform.BYTE_ARRAY_OFFSET + length, size.toLong)
+        Platform.copyMemory(
+          row.getBaseObject,
+          row.getBaseOffset + (word >>> 32),
+          buffer,
+          Platform.BYTE_ARRAY_OFFSET + length + 8,
+          size
+        )
+        length += 8 + size
+      }
+      if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
+    } catch {
+      case t: Throwable =>
+        failure = t
+        throw t
+    }
+}
+
+/**
+ * Decodes one task's shuffle blocks (Arrow IPC streams) into batches, one per IPC record batch. A batch stays
+ * valid until the next is asked for; everything left is freed at the end of the task.
+ */
+class DecodedBlocks(rows: Iterator[InternalRow]) extends Iterator[ColumnarBatch] with Logging {
+  private val context = TaskContext.get()
+  private val allocator: BufferAllocator =
+    ArrowUtils.rootAllocator.newChildAllocator(
+      s"ember-shuffle-read-${context.taskAttemptId()}",
+      0,
+      Long.MaxValue
+    )
+  private var reader: ArrowStreamReader = _
+  private var previous: ColumnarBatch = _
+  private var pending: ColumnarBatch = _
+  private var closed = false
+
+  context.addTaskCompletionListener[Unit](_ => close())
+
+  override def hasNext: Boolean = {
+    if (pending != null) return true
+    releasePrevious()
+    while (!closed) {
+      if (reader != null && reader.loadNextBatch()) {
+        val root = reader.getVectorSchemaRoot
+        if (root.getRowCount > 0) {
+          val vectors = root.getFieldVectors.asScala.map { v =>
+            val transfer = v.getTransferPair(allocator)
+            transfer.transfer()
+            new ArrowColumnVector(transfer.getTo.asInstanceOf[FieldVector]): ColumnVector
+          }
+          pending = new ColumnarBatch(vectors.toArray, root.getRowCount)
+          return true
+        }
+      } else {
+        closeReader()
+        if (!rows.hasNext) return false
+        reader = new ArrowStreamReader(blockStream(rows.next()), allocator)
+      }
+    }
+    false
+  }
+
+  /** The block's bytes in place when the row points into a byte array (as the shuffle reader's rows do). */
+  private def blockStream(row: InternalRow): ByteArrayInputStream = row match {
+    case u: UnsafeRow if u.getBaseObject.isInstanceOf[Array[Byte]] =>
+      val word = u.getLong(0)
+      val offset = (u.getBaseOffset - Platform.BYTE_ARRAY_OFFSET + (word >>> 32)).toInt
+      new ByteArrayInputStream(u.getBaseObject.asInstanceOf[Array[Byte]], offset, word.toInt)
+    case other => new ByteArrayInputStream(other.getBinary(0))
+  }
+
+  override def next(): ColumnarBatch = {
+    if (!hasNext) throw new NoSuchElementException("end of shuffle blocks")
+    previous = pending
+    pending = null
+    previous
+  }
+
+  private def releasePrevious(): Unit = if (previous != null) {
+    previous.close()
+    previous = null
+  }
+
+  private def closeReader(): Unit = if (reader != null) {
+    reader.close()
+    reader = null
+  }
+
+  private def close(): Unit = if (!closed) {
+    closed = true
+    releasePrevious()
+    if (pending != null) {
+      pending.close()
+      pending = null
+    }
+    closeReader()
+    try allocator.close()
+    catch {
+      case e: IllegalStateException =>
+        NativePlanIterator.arrowLeaks.incrementAndGet()
+        logError(s"Ember: shuffle blocks leaked Arrow buffers: ${e.getMessage}")
+    }
+  }
+}

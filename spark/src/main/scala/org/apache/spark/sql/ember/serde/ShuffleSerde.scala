@@ -1,0 +1,56 @@
+package org.apache.spark.sql.ember.serde
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, SinglePartition}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+import org.ember.EmberConf
+import org.ember.proto
+
+/**
+ * `ShuffleExchangeExec` → the map side of Ember's columnar shuffle (`ShuffleWriter`). Only partitionings the
+ * native writer reproduces exactly: Spark's hash partitioning (`pmod(murmur3(keys, 42), n)`, so a natively
+ * shuffled side lines up with a side Spark shuffled) over key types whose Murmur3 hash it computes as Spark
+ * does, and a single partition. Round-robin (its start depends on Spark's random generator and on row order)
+ * and range (sampled bounds) stay in Spark.
+ */
+object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SHUFFLE
+
+  /** Types the native Murmur3 hashes exactly as Spark's `Murmur3Hash` (UTF8_BINARY strings: their bytes). */
+  def hashable(dt: DataType): Boolean = dt match {
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
+    case DateType | TimestampType | TimestampNTZType | BinaryType => true
+    case _: DecimalType => true
+    case s: StringType => s.isUTF8BinaryCollation
+    case _ => false
+  }
+
+  override def convert(plan: ShuffleExchangeExec): Either[String, proto.Operator] = {
+    val conf = SQLConf.get
+    for {
+      _ <- checkSchema(plan.child.output)
+      blockSchema <- TypeSerde.schema(plan.output, conf.sessionLocalTimeZone)
+      keys <- plan.outputPartitioning match {
+        case h: HashPartitioning =>
+          h.expressions.find(e => !hashable(e.dataType)) match {
+            case Some(e) => Left(s"shuffle key of type ${e.dataType.simpleString} is not hashed natively")
+            case None => ExprSerde.convertAll(h.expressions, plan.child.output)
+          }
+        case SinglePartition => Right(Nil)
+        case other => Left(s"${other.getClass.getSimpleName.stripSuffix("$")} exchanges stay in Spark")
+      }
+    } yield op(
+      _.setShuffleWriter(
+        proto.ShuffleWriter
+          .newBuilder()
+          .addAllKeys(keys.asJava)
+          .setNumPartitions(plan.outputPartitioning.numPartitions)
+          .setBlockSchema(blockSchema)
+          .setFlushBytes(EmberConf.SHUFFLE_FLUSH_BYTES.get(conf))
+      )
+    )
+  }
+}
