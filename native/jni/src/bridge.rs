@@ -132,8 +132,10 @@ impl<T: Default> ErrorPolicy<T, BridgeError> for ThrowEmberException {
 /// The plan and what it needs alive while it runs.
 struct PlanHandle {
     plan: NativePlan,
-    /// `nextRows`' buffer, kept between batches so that its capacity is reused.
+    /// `nextRowsInto`'s rows, kept between batches so that its capacity is reused.
     rows: Vec<u8>,
+    /// `rows` holds a batch the JVM's buffer was too small for: the next call writes it.
+    rows_pending: bool,
 }
 
 fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
@@ -218,7 +220,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
         let plan = NativePlan::from_proto(&proto, inputs, broker)?;
-        Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new() })) as jlong)
+        Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new(), rows_pending: false })) as jlong)
     })
     .resolve::<ThrowEmberException>()
 }
@@ -282,36 +284,48 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// The next batch as Spark `UnsafeRow`s (`ember_engine::unsafe_row`: each row preceded by its size), in a new
-/// Java byte array; null at the end. Spark's row operators read the rows in place, with no per-value call
-/// through Arrow Java.
+/// Writes the next batch as Spark `UnsafeRow`s (`ember_engine::unsafe_row`: each row preceded by its size) into
+/// `buffer`, a Java byte array the caller reuses from batch to batch (no new array, zeroed and collected, per
+/// batch). Returns the bytes written; -1 at the end; or, when `buffer` is too small, minus the size it needs: the
+/// rows stay pending, and the next call (with a bigger buffer) writes them. Spark's row operators read the rows in
+/// place, with no per-value call through Arrow Java.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_org_ember_jni_NativeLib_nextRows<'l>(
+pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     ptr: jlong,
-) -> JByteArray<'l> {
-    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
+    buffer: JByteArray<'l>,
+) -> jlong {
+    env.with_env(|env| -> BridgeResult<jlong> {
         let h = handle(ptr)?;
-        match h.plan.next_batch()? {
-            None => Ok(JByteArray::null()),
-            Some(batch) => {
-                h.rows.clear();
-                ember_engine::unsafe_row::write_rows(&batch, &mut h.rows)?;
-                if h.rows.len() > i32::MAX as usize {
-                    return Err(BridgeError::Invalid(format!(
-                        "a batch of {} bytes of rows does not fit a Java array: lower spark.ember.batchSize",
-                        h.rows.len()
-                    )));
-                }
-                let out = env.byte_array_from_slice(&h.rows)?;
-                // Keep the buffer's capacity for the next batch, but not a huge one.
-                if h.rows.capacity() > 64 << 20 {
-                    h.rows = Vec::new();
-                }
-                Ok(out)
+        if !h.rows_pending {
+            let Some(batch) = h.plan.next_batch()? else {
+                return Ok(-1);
+            };
+            h.rows.clear();
+            ember_engine::unsafe_row::write_rows(&batch, &mut h.rows)?;
+            if h.rows.len() > i32::MAX as usize - 16 {
+                return Err(BridgeError::Invalid(format!(
+                    "a batch of {} bytes of rows does not fit a Java array: lower spark.ember.batchSize",
+                    h.rows.len()
+                )));
             }
         }
+        let len = h.rows.len();
+        if buffer.is_null() || len > buffer.len(env)? {
+            h.rows_pending = true;
+            // A batch of rows is never 1 byte long, so this never reads as the end.
+            return Ok(-(len.max(2) as jlong));
+        }
+        h.rows_pending = false;
+        // Safety: u8 and i8 have the same size and alignment; the slice covers exactly `h.rows`.
+        let signed = unsafe { std::slice::from_raw_parts(h.rows.as_ptr() as *const i8, len) };
+        buffer.set_region(env, 0, signed)?;
+        // Keep the native buffer's capacity for the next batch, but not a huge one.
+        if h.rows.capacity() > 64 << 20 {
+            h.rows = Vec::new();
+        }
+        Ok(len as jlong)
     })
     .resolve::<ThrowEmberException>()
 }

@@ -80,10 +80,11 @@ public final class NativeLib {
   public static native long nextBatch(long handle, long arrayAddress, long schemaAddress);
 
   /**
-   * The next batch as Spark UnsafeRows, each preceded by its size in bytes (a little-endian long); null at the
-   * end.
+   * Writes the next batch as Spark UnsafeRows, each preceded by its size in bytes (a little-endian long), into
+   * {@code buffer} (reused by the caller from batch to batch). Returns the bytes written; -1 at the end; or, when
+   * the buffer is too small, minus the size needed — call again with a buffer at least that big.
    */
-  public static native byte[] nextRows(long handle);
+  public static native long nextRowsInto(long handle, byte[] buffer);
 
   /**
    * Per operator [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then

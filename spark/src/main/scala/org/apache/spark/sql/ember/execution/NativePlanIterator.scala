@@ -136,17 +136,18 @@ class NativePlanIterator(
   }
 
   /**
-   * Instead of [[next]]: the next batch as Spark `UnsafeRow`s written natively, each preceded by its size (a
-   * little-endian long); null at the end. Use one or the other for a plan, not both.
+   * Instead of [[next]]: writes the next batch as Spark `UnsafeRow`s, each preceded by its size (a little-endian
+   * long), into `buffer`; returns the bytes written, -1 at the end, or (buffer too small) minus the size needed,
+   * the rows then waiting for the next call. Use one or the other for a plan, not both.
    */
-  def nextRowBuffer(): Array[Byte] = {
-    if (finished) return null
-    val buffer = guarded(NativeLib.nextRows(handle))
-    if (buffer == null) {
+  def nextRowsInto(buffer: Array[Byte]): Long = {
+    if (finished) return -1L
+    val n = guarded(NativeLib.nextRowsInto(handle, buffer))
+    if (n == -1L) {
       finished = true
       close()
     }
-    buffer
+    n
   }
 
   override def next(): ColumnarBatch = {
@@ -228,22 +229,27 @@ object NativePlanIterator {
 }
 
 /**
- * A native plan's output as `UnsafeRow`s pointing into the byte arrays of [[NativePlanIterator.nextRowBuffer]]
- * (on the JVM heap: a row a consumer holds on to stays valid memory). One row object, re-pointed for every row,
- * as Spark's own `ColumnarToRowExec` does.
+ * A native plan's output as `UnsafeRow`s pointing into one byte array on the JVM heap, reused from batch to
+ * batch ([[NativePlanIterator.nextRowsInto]]) and grown when a batch needs more. One row object, re-pointed for
+ * every row, as Spark's own `ColumnarToRowExec` does; as with Spark's, a consumer that keeps a row past the next
+ * one copies it (the next batch overwrites the bytes).
  */
 class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows: SQLMetric)
     extends Iterator[InternalRow] {
   private val row = new UnsafeRow(numFields)
-  private var buffer: Array[Byte] = _
+  private var buffer = new Array[Byte](1 << 20)
+  private var filled = 0
   private var position = 0
   private var done = false
 
   override def hasNext: Boolean = {
-    while (!done && (buffer == null || position >= buffer.length)) {
-      buffer = plan.nextRowBuffer()
+    while (!done && position >= filled) {
       position = 0
-      if (buffer == null) done = true
+      filled = 0
+      val n = plan.nextRowsInto(buffer)
+      if (n == -1L) done = true
+      else if (n < 0) buffer = new Array[Byte](math.min(Int.MaxValue - 16L, -n + (-n >> 2)).toInt)
+      else filled = n.toInt
     }
     !done
   }
