@@ -194,6 +194,12 @@ object ShuffleBlocks {
     row
   }
 
+  /** Where a block row's bytes start, relative to its base object (its field's offset-and-size word, high half). */
+  def blockAddress(row: UnsafeRow): Long = row.getBaseOffset + (row.getLong(0) >>> 32)
+
+  /** A block row's byte count (the word's low half). */
+  def blockSize(row: UnsafeRow): Int = row.getLong(0).toInt
+
   /** The reduce side: block rows → Arrow-backed batches (see [[DecodedBlocksRDD]]). */
   def decode(blockRows: RDD[InternalRow]): RDD[ColumnarBatch] = new DecodedBlocksRDD(blockRows)
 }
@@ -218,39 +224,14 @@ class DecodedBlocksRDD(val blockRows: RDD[InternalRow]) extends RDD[ColumnarBatc
  * (`operators/shuffle_reader.rs`) decodes them. A failure of the read is kept, so the task fails with it.
  */
 class ShuffleBlockSource(blockRows: Iterator[InternalRow], targetBytes: Int = 4 << 20)
-    extends NativeByteSource {
-  private val context = TaskContext.get()
-  private var buffer = new Array[Byte](1 << 16)
+    extends NativeByteSource("shuffle blocks of one call") {
 
-  override def nextRows(): Array[Byte] =
-    try {
-      if (context != null) context.killTaskIfInterrupted()
-      var length = 0
-      while (length < targetBytes && blockRows.hasNext) {
-        val row = blockRows.next().asInstanceOf[UnsafeRow]
-        val word = row.getLong(0)
-        val size = word.toInt
-        if (length + 8L + size > buffer.length) {
-          val grown = math.max(buffer.length.toLong * 2, length + 8L + size)
-          if (grown > Int.MaxValue - 16)
-            throw new IllegalStateException("shuffle blocks of one call exceed 2 GiB")
-          buffer = java.util.Arrays.copyOf(buffer, grown.toInt)
-        }
-        Platform.putLong(buffer, Platform.BYTE_ARRAY_OFFSET + length, size.toLong)
-        Platform.copyMemory(
-          row.getBaseObject,
-          row.getBaseOffset + (word >>> 32),
-          buffer,
-          Platform.BYTE_ARRAY_OFFSET + length + 8,
-          size
-        )
-        length += 8 + size
-      }
-      if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
-    } catch {
-      case t: Throwable =>
-        failure = t
-        throw t
+  override protected def fill(): Unit =
+    while (filled < targetBytes && blockRows.hasNext) {
+      val row = blockRows.next().asInstanceOf[UnsafeRow]
+      val size = ShuffleBlocks.blockSize(row)
+      val at = reserve(size)
+      Platform.copyMemory(row.getBaseObject, ShuffleBlocks.blockAddress(row), bytes, at, size)
     }
 }
 
@@ -300,9 +281,8 @@ class DecodedBlocks(rows: Iterator[InternalRow]) extends Iterator[ColumnarBatch]
   /** The block's bytes in place when the row points into a byte array (as the shuffle reader's rows do). */
   private def blockStream(row: InternalRow): ByteArrayInputStream = row match {
     case u: UnsafeRow if u.getBaseObject.isInstanceOf[Array[Byte]] =>
-      val word = u.getLong(0)
-      val offset = (u.getBaseOffset - Platform.BYTE_ARRAY_OFFSET + (word >>> 32)).toInt
-      new ByteArrayInputStream(u.getBaseObject.asInstanceOf[Array[Byte]], offset, word.toInt)
+      val offset = (ShuffleBlocks.blockAddress(u) - Platform.BYTE_ARRAY_OFFSET).toInt
+      new ByteArrayInputStream(u.getBaseObject.asInstanceOf[Array[Byte]], offset, ShuffleBlocks.blockSize(u))
     case other => new ByteArrayInputStream(other.getBinary(0))
   }
 

@@ -272,45 +272,65 @@ class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows:
  * is kept, so the task fails with the child's own exception.
  */
 class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int)
-    extends NativeByteSource {
-  private val context = TaskContext.get()
+    extends NativeByteSource("rows of one batch") {
   private lazy val toUnsafe = UnsafeProjection.create(schema)
-  private var buffer = new Array[Byte](1 << 16)
 
-  override def nextRows(): Array[Byte] =
+  override protected def fill(): Unit = {
+    var n = 0
+    while (n < batchSize && rows.hasNext) {
+      val row = rows.next() match {
+        case u: UnsafeRow => u
+        case other => toUnsafe(other)
+      }
+      val at = reserve(row.getSizeInBytes)
+      row.writeToMemory(bytes, at)
+      n += 1
+    }
+  }
+}
+
+/**
+ * An input the native side pulls as byte buffers, on the task thread (`nextRows`, called from native code; null
+ * at the end): records packed one after the other, each preceded by its size (a little-endian long), in one
+ * buffer grown as needed. A failure of the Spark side is kept, so the task fails with Spark's own exception.
+ */
+abstract class NativeByteSource(records: String) {
+  @volatile var failure: Throwable = _
+  private val context = TaskContext.get()
+  private var buffer = new Array[Byte](1 << 16)
+  private var length = 0
+
+  /** Appends this call's records (at least one unless the input is exhausted) with [[reserve]]. */
+  protected def fill(): Unit
+
+  /** Bytes packed so far in this call. */
+  protected def filled: Int = length
+
+  /** The buffer to write a reserved record into (it may change at every [[reserve]]). */
+  protected def bytes: Array[Byte] = buffer
+
+  /** Room for a record of `size` bytes after its size word; returns where in [[bytes]] to write it. */
+  protected final def reserve(size: Int): Long = {
+    if (length + 8L + size > buffer.length) {
+      val grown = math.max(buffer.length.toLong * 2, length + 8L + size)
+      if (grown > Int.MaxValue - 16) throw new IllegalStateException(s"$records exceed 2 GiB")
+      buffer = java.util.Arrays.copyOf(buffer, grown.toInt)
+    }
+    Platform.putLong(buffer, Platform.BYTE_ARRAY_OFFSET + length, size.toLong)
+    val at = Platform.BYTE_ARRAY_OFFSET + length + 8L
+    length += 8 + size
+    at
+  }
+
+  final def nextRows(): Array[Byte] =
     try {
       if (context != null) context.killTaskIfInterrupted()
-      var length = 0
-      var n = 0
-      while (n < batchSize && rows.hasNext) {
-        val row = rows.next() match {
-          case u: UnsafeRow => u
-          case other => toUnsafe(other)
-        }
-        val size = row.getSizeInBytes
-        if (length + 8L + size > buffer.length) {
-          val grown = math.max(buffer.length.toLong * 2, length + 8L + size)
-          if (grown > Int.MaxValue - 16) throw new IllegalStateException("rows of one batch exceed 2 GiB")
-          buffer = java.util.Arrays.copyOf(buffer, grown.toInt)
-        }
-        Platform.putLong(buffer, Platform.BYTE_ARRAY_OFFSET + length, size.toLong)
-        row.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET + length + 8)
-        length += 8 + size
-        n += 1
-      }
-      if (n == 0) null else java.util.Arrays.copyOf(buffer, length)
+      length = 0
+      fill()
+      if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
     } catch {
       case t: Throwable =>
         failure = t
         throw t
     }
-}
-
-/**
- * An input the native side pulls as byte buffers, on the task thread (`nextRows`, called from native code; null
- * at the end). A failure of the Spark side is kept, so the task fails with Spark's own exception.
- */
-trait NativeByteSource {
-  @volatile var failure: Throwable = _
-  def nextRows(): Array[Byte]
 }
