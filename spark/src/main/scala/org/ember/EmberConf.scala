@@ -217,7 +217,7 @@ object EmberConf {
 
   val EXEC_SHUFFLE: Entry[Boolean] = bool(
     "spark.ember.exec.shuffle.enabled",
-    default = false,
+    default = true,
     "Run hash-partitioned and single-partition `ShuffleExchangeExec`s as Ember's columnar shuffle " +
       "(`EmberShuffleExchangeExec`): rows are routed natively with Spark's own Murmur3 partitioning and cross " +
       "the shuffle as Arrow IPC blocks through Spark's shuffle manager (compression, spill, fetch and AQE as usual), " +

@@ -201,6 +201,17 @@ class EmberShuffleSuite extends EmberQueryTest {
       assert(executedNodes(range).exists(_.isInstanceOf[ShuffleExchangeExec]))
     }
     checkSparkAnswerAndNative(data.repartition(5).select("id", "s"), Nil)
+    // A limit's single-partition exchange of rows without columns: Arrow IPC cannot carry it, Spark's can.
+    def noColumns = spark.range(0, 100, 1, 3).selectExpr().where(lit(true)).limit(7).groupBy().count()
+    checkSparkAnswerAndNative(noColumns, Nil)
+    withEmber(enabled = true) {
+      val df = noColumns
+      df.collect()
+      val reasons = executedNodes(df).collect { case s: ShuffleExchangeExec =>
+        EmberExecRule.fallbackReasons(s)
+      }
+      assert(reasons.flatten.exists(_.contains("without columns")), reasons)
+    }
   }
 
   test("switched off: Spark's exchange") {

@@ -31,6 +31,10 @@ object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
   override def convert(plan: ShuffleExchangeExec): Either[String, proto.Operator] = {
     val conf = SQLConf.get
     for {
+      // Arrow IPC cannot carry a batch's row count without a column (a count over a limit shuffles no columns).
+      _ <-
+        if (plan.child.output.isEmpty) Left("an exchange of rows without columns stays in Spark")
+        else Right(())
       _ <- checkSchema(plan.child.output)
       blockSchema <- TypeSerde.schema(plan.output, conf.sessionLocalTimeZone)
       keys <- plan.outputPartitioning match {
