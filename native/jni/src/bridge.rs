@@ -9,6 +9,7 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
+use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
 use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
@@ -165,7 +166,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
 /// Builds a native plan over the task's inputs with memory from `consumer`. Input `i` is either an exported
 /// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
 /// not null, an object whose `byte[] nextRows()` returns the Spark child's next `UnsafeRow`s (null at the end),
-/// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks. Returns the plan handle.
+/// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
+/// `spark.range` generated here. Returns the plan handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
@@ -195,12 +197,26 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     .find(|(idx, _)| *idx == i)
                     .map(|(_, s)| s.clone())
                     .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+                let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
+                let batch_size = if batch_size == 0 { 8192 } else { batch_size };
+                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/RangeSource"))? {
+                    // A slice of `spark.range`: three numbers, generated here.
+                    let mut long = |name: &'static jni::strings::JNIStr| -> BridgeResult<i64> {
+                        Ok(env.call_method(&source, name, jni_sig!("()J"), &[])?.j()?)
+                    };
+                    let (first, step, count) =
+                        (long(jni_str!("first"))?, long(jni_str!("step"))?, long(jni_str!("count"))?);
+                    let count = u64::try_from(count)
+                        .map_err(|_| BridgeError::Invalid(format!("range slice of {count} rows")))?;
+                    let reader = RangeReader::new(schema, first, step, count, batch_size)
+                        .map_err(|e| BridgeError::Invalid(e.to_string()))?;
+                    inputs.push(Box::new(reader));
+                    continue;
+                }
                 let blocks =
                     env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ShuffleBlockSource"))?;
                 let source = env.new_global_ref(&source)?;
                 if blocks {
-                    let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
-                    let batch_size = if batch_size == 0 { 8192 } else { batch_size };
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
                 } else {
                     inputs.push(Box::new(UnsafeRowReader::new(schema, move || next_rows(&source))));

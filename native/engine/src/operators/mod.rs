@@ -3,6 +3,7 @@
 pub mod adaptive_aggregate;
 pub mod input;
 pub mod prefix_window;
+pub mod range_source;
 pub mod shuffle_reader;
 pub mod shuffle_writer;
 pub(crate) mod spill;

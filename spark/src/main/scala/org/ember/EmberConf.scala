@@ -215,6 +215,13 @@ object EmberConf {
       "to disk in hash buckets when Spark's off-heap pool refuses memory, instead of failing the task."
   )
 
+  val EXEC_RANGE: Entry[Boolean] = bool(
+    "spark.ember.exec.range.enabled",
+    default = true,
+    "Generate `spark.range` natively when a native operator reads it: each task gets its slice of the range " +
+      "(Spark's own partitions and bounds) as three numbers instead of rows."
+  )
+
   val EXEC_SHUFFLE: Entry[Boolean] = bool(
     "spark.ember.exec.shuffle.enabled",
     default = true,

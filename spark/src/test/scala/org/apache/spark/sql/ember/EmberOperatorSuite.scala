@@ -170,6 +170,34 @@ class EmberOperatorSuite extends EmberQueryTest {
     }
   }
 
+  test("spark.range generated natively: Spark's partitions, bounds, order and row counts, to BIGINT's ends") {
+    val ranges = Seq(
+      (0L, 100L, 1L, 3),
+      (0L, 0L, 1L, 2), // empty: no partitions
+      (10L, -10L, -3L, 4),
+      (5L, 6L, 1L, 8), // more slices than rows
+      (0L, 10L, 20L, 2),
+      (-1000L, 1000L, 17L, 7),
+      (Long.MaxValue - 10, Long.MaxValue, 3L, 3),
+      (Long.MinValue, Long.MinValue + 20, 7L, 2),
+      (Long.MinValue + 5, Long.MinValue, -2L, 3),
+      (Long.MinValue, Long.MaxValue, Long.MaxValue / 2, 5)
+    )
+    def rangeRows(df: DataFrame): Long =
+      nativeNodes(df).collect { case i: EmberInputExec => i.metrics("rangeRows").value }.sum
+    for ((start, end, step, slices) <- ranges) {
+      def query =
+        spark.range(start, end, step, slices).where(col("id") % 3 =!= 1).select(col("id"), col("id") % 7)
+      val expected = withEmber(enabled = false)(spark.range(start, end, step, slices).count())
+      val df = checkSparkAnswerAndNative(query, Seq(cls[EmberFilterExec]), ordered = true)
+      assert(rangeRows(df) == expected, s"range($start, $end, $step, $slices)")
+      withSQLConf("spark.ember.exec.range.enabled" -> "false") {
+        val rows = checkSparkAnswerAndNative(query, Seq(cls[EmberFilterExec]), ordered = true)
+        assert(rangeRows(rows) == 0)
+      }
+    }
+  }
+
   test("batches without columns (count over a native filter)") {
     bothAnsiModes { _ =>
       checkSparkAnswerAndNative(data.where(col("i32") > 0).groupBy().count(), Seq(cls[EmberFilterExec]))

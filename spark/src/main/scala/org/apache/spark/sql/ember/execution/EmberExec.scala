@@ -12,8 +12,10 @@ import org.apache.spark.sql.ember.serde.{QueryContexts, TypeSerde}
 import org.apache.spark.sql.execution.{
   OrderPreservingUnaryExecNode,
   PartitioningPreservingUnaryExecNode,
+  RangeExec,
   SparkPlan,
-  UnaryExecNode
+  UnaryExecNode,
+  WholeStageCodegenExec
 }
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
@@ -66,6 +68,10 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     }
     proto.Operator.newBuilder().setInput(proto.Input.newBuilder().setSchema(schema)).build()
   }
+  // Filled on the JVM side (RangeSlices), not by the native operator.
+  override protected def operatorMetrics: Map[String, SQLMetric] = Map(
+    "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range")
+  )
   override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)
 }
 
@@ -207,8 +213,15 @@ object EmberBlock {
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
     val queryContexts = QueryContexts.of(built.nodes)
+    val nativeRange = EmberConf.EXEC_RANGE.get()
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
-      if (in.child.supportsColumnar) in.child.executeColumnar() match {
+      val range = in.child match {
+        case r: RangeExec => Some(r)
+        case WholeStageCodegenExec(r: RangeExec) => Some(r)
+        case _ => None
+      }
+      if (nativeRange && range.isDefined) RangeSlices.rdd(range.get, in.metrics("rangeRows"))
+      else if (in.child.supportsColumnar) in.child.executeColumnar() match {
         // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
         case blocks: DecodedBlocksRDD =>
           blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))

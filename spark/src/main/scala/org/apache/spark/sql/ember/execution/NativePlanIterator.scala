@@ -42,9 +42,10 @@ class NativePlanIterator(
   private val allocator =
     ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
   // Per input: an UnsafeRow source (rows, decoded natively) or an Arrow reader exported as a C stream.
-  private val rowSources: Seq[NativeByteSource] = inputs.zip(inputSchemas).map {
+  private val rowSources: Seq[AnyRef] = inputs.zip(inputSchemas).map {
     case (InputIterator.Rows(rows), schema) if nativeRowInput => new UnsafeRowSource(rows, schema, batchSize)
     case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
+    case (InputIterator.Range(slice), _) => slice
     case _ => null
   }
   private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {
@@ -93,7 +94,9 @@ class NativePlanIterator(
     catch {
       case e: EmberSparkError => throw EmberErrors.toSparkException(e, queryContexts.get)
       case e: EmberNativeException =>
-        (readers.filter(_ != null).map(_.failure) ++ rowSources.filter(_ != null).map(_.failure))
+        (readers.filter(_ != null).map(_.failure) ++ rowSources.collect { case s: NativeByteSource =>
+          s.failure
+        })
           .find(_ != null) match {
           case Some(childFailure) => throw childFailure
           case None => throw e

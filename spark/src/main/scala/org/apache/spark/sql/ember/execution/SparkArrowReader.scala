@@ -21,6 +21,9 @@ object InputIterator {
   /** Ember's shuffle blocks, one `UnsafeRow` with a BINARY field each: decoded natively. */
   final case class ShuffleBlocks(blockRows: Iterator[InternalRow]) extends InputIterator
 
+  /** A slice of `spark.range`, generated natively. */
+  final case class Range(slice: RangeSource) extends InputIterator
+
   def rows(it: Iterator[InternalRow]): InputIterator = Rows(it)
   def columnar(it: Iterator[ColumnarBatch]): InputIterator = Columnar(it)
 }
