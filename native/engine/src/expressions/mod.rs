@@ -5,6 +5,7 @@ pub mod cast;
 pub mod coalesce;
 pub mod decimal_sum_avg;
 pub mod float_min_max;
+pub mod hash;
 pub mod logical;
 pub mod mode;
 pub mod normalize;
@@ -16,6 +17,7 @@ pub mod unscaled;
 pub(crate) mod test_util;
 
 pub use coalesce::CoalesceExpr;
+pub use hash::{HashExpr, HashFunction};
 pub use logical::{LazyLogicalExpr, LogicalOp};
 pub use mode::Mode;
 pub use normalize::NormalizeFloatExpr;

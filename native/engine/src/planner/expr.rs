@@ -13,8 +13,8 @@ use ember_proto as pb;
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::{
-    arithmetic, cast, CoalesceExpr, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, NormalizeFloatExpr, QueryContextExpr,
-    UnscaledValueExpr,
+    arithmetic, cast, CoalesceExpr, HashExpr, HashFunction, LazyLogicalExpr, LogicalOp, MakeDecimalExpr,
+    NormalizeFloatExpr, QueryContextExpr, UnscaledValueExpr,
 };
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
@@ -127,6 +127,17 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
                 check_type(a, &result_type, schema, "COALESCE argument")?;
             }
             Arc::new(CoalesceExpr::new(args, result_type))
+        }
+        Kind::Hash(h) => {
+            let function = match pb::HashFunction::try_from(h.function) {
+                Ok(pb::HashFunction::Murmur3) => HashFunction::Murmur3 {
+                    seed: i32::try_from(h.seed).map_err(|_| plan_error(format!("murmur3 seed {}", h.seed)))?,
+                },
+                Ok(pb::HashFunction::Xxhash64) => HashFunction::XxHash64 { seed: h.seed },
+                Err(_) => return Err(plan_error("unknown hash function")),
+            };
+            let args = h.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
+            Arc::new(HashExpr::try_new(function, args, schema)?)
         }
         Kind::Arithmetic(a) => {
             let op = pb::ArithOp::try_from(a.op).map_err(|_| plan_error("unknown arithmetic operator"))?;

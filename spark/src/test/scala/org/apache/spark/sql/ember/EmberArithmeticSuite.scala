@@ -7,7 +7,8 @@ import org.apache.spark.sql.functions._
 
 /**
  * Spark's arithmetic natively, over random data with extremes, ANSI on and off: where Spark answers, the rows
- * are identical; where Spark raises an error, Ember raises the same error class.
+ * are identical; where Spark raises an error, Ember raises the same error class. Also Spark's hash functions
+ * (`hash`, `xxhash64`), whose bit-exactness is arithmetic too.
  */
 class EmberArithmeticSuite extends EmberQueryTest {
 
@@ -94,6 +95,53 @@ class EmberArithmeticSuite extends EmberQueryTest {
           Seq(cls[EmberSortExec]),
           ordered = true
         )
+      }
+    }
+  }
+
+  private val hashColumns =
+    Seq("b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "dec38", "s", "bin", "dt", "ts", "ntz")
+
+  test("hash() and xxhash64() over every supported type run natively, bit-identical to Spark") {
+    withSQLConf("spark.sql.session.timeZone" -> "UTC") {
+      val all = hashColumns.mkString(", ")
+      val reversed = hashColumns.reverse.mkString(", ")
+      val exprs = hashColumns.flatMap(c => Seq(s"hash($c) AS h_$c", s"xxhash64($c) AS x_$c")) ++ Seq(
+        s"hash($all) AS h_all",
+        s"xxhash64($all) AS x_all",
+        s"hash($reversed) AS h_rev",
+        s"xxhash64($reversed) AS x_rev",
+        // Literals and NULLs among the columns: a NULL leaves the hash as it was.
+        "hash(i32, 'lit', CAST(NULL AS BIGINT), s) AS h_lit",
+        "xxhash64(i32, 'lit', NULL, s, -0.0D) AS x_lit",
+        "hash(NULL) AS h_null",
+        "xxhash64(s, s, s) AS x_sss"
+      )
+      checkSparkAnswerAndNative(data.selectExpr("id" +: exprs: _*), Seq(cls[EmberProjectExec]))
+      checkSparkAnswerAndNative(
+        data.where(s"xxhash64(s, i64, f64) % 3 = 0 OR hash(dec38, bin) % 5 = 1"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("hash() and xxhash64() of nested types or other collations fall back with their reason") {
+    for (
+      (e, reason) <- Seq(
+        "xxhash64(i32, array(i32, i64))" -> "xxhash64 of array<bigint> is not supported",
+        "hash(named_struct('a', i32, 'b', s))" -> "hash of struct<a:int,b:string> is not supported",
+        "xxhash64(collate(s, 'UTF8_LCASE'))" -> "xxhash64 of string collate UTF8_LCASE is not supported"
+      )
+    ) {
+      withClue(e) {
+        checkSparkAnswerAndNative(data.selectExpr("id", s"$e AS r"), Seq.empty)
+        withEmber(enabled = true) {
+          val q = data.selectExpr("id", s"$e AS r")
+          q.collect()
+          assert(nativeNodes(q).collect { case p: EmberProjectExec => p }.isEmpty)
+          val lines = EmberExplainInfo.fallbackLines(q.queryExecution.executedPlan)
+          assert(lines.exists(_.contains(reason)), lines.mkString("\n"))
+        }
       }
     }
   }

@@ -41,6 +41,16 @@ object ExprSerde {
     def rec(e: Expression) = convert(e, input)
     def both(l: Expression, r: Expression)(f: (proto.Expr, proto.Expr) => proto.Expr): Result =
       for { a <- rec(l); b <- rec(r) } yield f(a, b)
+    def hash(h: HashExpression[_], function: proto.HashFunction, seed: Long): Result =
+      h.children.find(c => !hashable(c.dataType)) match {
+        case Some(c) => Left(s"${h.prettyName} of ${c.dataType.simpleString} is not supported")
+        case None =>
+          convertAll(h.children, input).map { args =>
+            val b = proto.Hash.newBuilder().setFunction(function).setSeed(seed)
+            args.foreach(b.addChildren)
+            wrap(_.setHash(b))
+          }
+      }
 
     typ(expr.dataType) match {
       case Left(reason) => return Left(s"${expr.prettyName}: $reason")
@@ -133,6 +143,11 @@ object ExprSerde {
           wrap(_.setCoalesce(b))
         }
 
+      // hash() / xxhash64(): the native fold is HashExpression's (seed chaining, NULLs skipped, -0.0 and NaN
+      // normalized, decimals by precision); nested types and other collations stay in Spark.
+      case h: Murmur3Hash => hash(h, proto.HashFunction.MURMUR3, h.seed.toLong)
+      case h: XxHash64 => hash(h, proto.HashFunction.XXHASH64, h.seed)
+
       case a: BinaryArithmetic =>
         ArithmeticSupport.check(a).flatMap { op =>
           for {
@@ -221,6 +236,9 @@ object ExprSerde {
     case s: StringType => s.isUTF8BinaryCollation
     case _ => false
   }
+
+  /** Types whose `Murmur3Hash` / `XxHash64` value hashes the native side computes exactly as Spark does. */
+  def hashable(dt: DataType): Boolean = dt == NullType || ShuffleSerde.hashable(dt)
 
   def literal(value: Any, dt: DataType, tz: String): Either[String, proto.Literal] = {
     TypeSerde.convert(dt, tz).flatMap { t =>
