@@ -51,7 +51,10 @@ def timed(action):
         # A Py4J error's first line only names the call; the Java exception's own line says what failed.
         memory = ("esources exhausted", "ResourcesExhausted", "OutOfMemory", "Unable to acquire", "spilling is disabled")
         error = next((x.strip() for x in lines if any(m in x for m in memory)),
-                     next((x.strip() for x in lines if "Exception:" in x or "Error:" in x), lines[0]))[:160]
+                     next((x.strip() for x in lines if "Exception:" in x or "Error:" in x), lines[0]))
+        # Spark puts the task's own error on the "Job aborted" line, far to the right: show that part.
+        at = min((error.find(m) for m in memory if m in error), default=-1)
+        error = (error[max(0, at - 60):] if at >= 0 else error)[:160]
     return time.perf_counter() - t0, jvm_cpu_seconds() - cpu0, error
 
 
