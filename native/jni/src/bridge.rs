@@ -208,7 +208,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                         (long(jni_str!("first"))?, long(jni_str!("step"))?, long(jni_str!("count"))?);
                     let count = u64::try_from(count)
                         .map_err(|_| BridgeError::Invalid(format!("range slice of {count} rows")))?;
-                    let reader = RangeReader::new(schema, first, step, count, batch_size)
+                    let source = env.new_global_ref(&source)?;
+                    let reader = RangeReader::new(schema, first, step, count, batch_size, move || check_alive(&source))
                         .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
                     continue;
@@ -239,6 +240,25 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new(), rows_pending: false })) as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// Asks a `RangeSource` whether its task goes on (`checkKilled`, which throws when the task was killed; the source
+/// keeps that exception and the JVM side rethrows it).
+fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<()> {
+    JavaVM::singleton()
+        .and_then(|vm| {
+            vm.attach_current_thread(|env| -> jni::errors::Result<()> {
+                env.with_local_frame(4, |env| -> jni::errors::Result<()> {
+                    let result = env.call_method(source, jni_str!("checkKilled"), jni_sig!("()V"), &[]);
+                    if env.exception_check() {
+                        env.exception_clear();
+                        return Err(JniError::JavaException);
+                    }
+                    result.map(|_| ())
+                })
+            })
+        })
+        .map_err(|e| DataFusionError::External(format!("range input stopped: {e}").into()))
 }
 
 /// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread). A Java

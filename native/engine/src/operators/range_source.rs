@@ -10,29 +10,43 @@ use arrow::error::ArrowError;
 use arrow::record_batch::{RecordBatch, RecordBatchReader};
 
 /// `count` values `first, first + step, ...` in batches of `batch_size` rows, as the plan's one BIGINT column.
-pub struct RangeReader {
+/// `alive` runs before every batch: a killed task stops there (nothing else in a plan fed by a range may call
+/// back into the JVM before its end, e.g. a global aggregate over billions of rows).
+pub struct RangeReader<F> {
     schema: SchemaRef,
     next: i64,
     step: i64,
     remaining: u64,
     batch_size: usize,
+    alive: F,
 }
 
-impl RangeReader {
-    pub fn new(schema: SchemaRef, first: i64, step: i64, count: u64, batch_size: usize) -> Result<Self, ArrowError> {
+impl<F: FnMut() -> datafusion_common::Result<()>> RangeReader<F> {
+    pub fn new(
+        schema: SchemaRef,
+        first: i64,
+        step: i64,
+        count: u64,
+        batch_size: usize,
+        alive: F,
+    ) -> Result<Self, ArrowError> {
         if schema.fields().len() != 1 || schema.field(0).data_type() != &DataType::Int64 {
             return Err(ArrowError::SchemaError(format!("a range input has one BIGINT column, not {schema}")));
         }
-        Ok(Self { schema, next: first, step, remaining: count, batch_size: batch_size.max(1) })
+        Ok(Self { schema, next: first, step, remaining: count, batch_size: batch_size.max(1), alive })
     }
 }
 
-impl Iterator for RangeReader {
+impl<F: FnMut() -> datafusion_common::Result<()>> Iterator for RangeReader<F> {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.remaining == 0 {
             return None;
+        }
+        if let Err(e) = (self.alive)() {
+            self.remaining = 0;
+            return Some(Err(ArrowError::ExternalError(Box::new(e))));
         }
         let n = self.remaining.min(self.batch_size as u64);
         let (first, step) = (self.next, self.step);
@@ -44,7 +58,7 @@ impl Iterator for RangeReader {
     }
 }
 
-impl RecordBatchReader for RangeReader {
+impl<F: FnMut() -> datafusion_common::Result<()>> RecordBatchReader for RangeReader<F> {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -63,7 +77,7 @@ mod tests {
     fn values(first: i64, step: i64, count: u64, batch: usize) -> (Vec<i64>, Vec<usize>) {
         let mut out = Vec::new();
         let mut sizes = Vec::new();
-        for b in RangeReader::new(schema(), first, step, count, batch).unwrap() {
+        for b in RangeReader::new(schema(), first, step, count, batch, || Ok(())).unwrap() {
             let b = b.unwrap();
             sizes.push(b.num_rows());
             out.extend(b.column(0).as_primitive::<Int64Type>().values().iter().copied());
@@ -85,6 +99,24 @@ mod tests {
     #[test]
     fn rejects_another_schema() {
         let s = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
-        assert!(RangeReader::new(s, 0, 1, 1, 1).is_err());
+        assert!(RangeReader::new(s, 0, 1, 1, 1, || Ok(())).is_err());
+    }
+
+    #[test]
+    fn stops_when_the_task_is_killed() {
+        let mut calls = 0;
+        let reader = RangeReader::new(schema(), 0, 1, u64::MAX, 4, || {
+            calls += 1;
+            if calls > 2 {
+                Err(datafusion_common::DataFusionError::Execution("task killed".into()))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap();
+        let got: Vec<_> = reader.collect();
+        assert_eq!(got.len(), 3);
+        assert!(got[..2].iter().all(|b| b.as_ref().unwrap().num_rows() == 4));
+        assert!(got[2].as_ref().unwrap_err().to_string().contains("task killed"));
     }
 }

@@ -94,8 +94,9 @@ class NativePlanIterator(
     catch {
       case e: EmberSparkError => throw EmberErrors.toSparkException(e, queryContexts.get)
       case e: EmberNativeException =>
-        (readers.filter(_ != null).map(_.failure) ++ rowSources.collect { case s: NativeByteSource =>
-          s.failure
+        (readers.filter(_ != null).map(_.failure) ++ rowSources.collect {
+          case s: NativeByteSource => s.failure
+          case r: RangeSource => r.failure
         })
           .find(_ != null) match {
           case Some(childFailure) => throw childFailure

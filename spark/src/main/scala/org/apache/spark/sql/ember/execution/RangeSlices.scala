@@ -1,11 +1,27 @@
 package org.apache.spark.sql.ember.execution
 
+import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.RangeExec
 import org.apache.spark.sql.execution.metric.SQLMetric
 
-/** One task's slice of a `RangeExec`, generated natively: its first value, step and row count. */
-final class RangeSource(val first: Long, val step: Long, val count: Long)
+/**
+ * One task's slice of a `RangeExec`, generated natively: its first value, step and row count. Created on the task
+ * thread; the engine calls [[checkKilled]] before every batch, so a cancelled task stops even when nothing
+ * else in its plan returns to the JVM (a global aggregate over billions of rows).
+ */
+final class RangeSource(val first: Long, val step: Long, val count: Long) {
+  @volatile var failure: Throwable = _
+  private val context = TaskContext.get()
+
+  def checkKilled(): Unit =
+    try if (context != null) context.killTaskIfInterrupted()
+    catch {
+      case t: Throwable =>
+        failure = t
+        throw t
+    }
+}
 
 /**
  * A `RangeExec` read by a native block: each task gets its slice as three numbers instead of `UnsafeRow`s.
