@@ -290,7 +290,7 @@ pub fn pmod(hash: i32, n: u32) -> u32 {
     (hash as i64).rem_euclid(n as i64) as u32
 }
 
-/// Whether [`update_hashes`] / [`update_xxhash64`] can hash a column of this type (a plan-time check, so an
+/// Whether [`update`] (either hash function) can hash a column of this type (a plan-time check, so an
 /// unsupported key fails when the plan is built rather than on its first batch).
 pub fn check_supported(dt: &DataType) -> Result<()> {
     use DataType::*;
@@ -306,11 +306,6 @@ pub fn check_supported(dt: &DataType) -> Result<()> {
 /// replaces its row's hash with the value's hash seeded by it, a null leaves it unchanged.
 pub fn update_hashes(array: &dyn Array, hashes: &mut [i32]) -> Result<()> {
     update::<Murmur3>(array, hashes)
-}
-
-/// [`update_hashes`] for Spark's `XxHash64`.
-pub fn update_xxhash64(array: &dyn Array, hashes: &mut [i64]) -> Result<()> {
-    update::<XxHash64>(array, hashes)
 }
 
 /// The per-type walker of both hash functions (monomorphized: the Murmur3 path is the same code as a
@@ -356,22 +351,24 @@ pub fn update<H: SparkHasher>(array: &dyn Array, hashes: &mut [H::Hash]) -> Resu
     Ok(())
 }
 
-/// Spark's `Murmur3Hash(columns, 42)` of every row (all columns of the same length `num_rows`).
-pub fn spark_hash(columns: &[ArrayRef], num_rows: usize) -> Result<Vec<i32>> {
-    let mut hashes = vec![SPARK_HASH_SEED; num_rows];
+/// Spark's hash `H` of every row over `columns` (each `num_rows` long): every row starts at `seed` and folds the
+/// columns in order (the shape of `HashExpression`).
+pub fn hash_columns<H: SparkHasher>(columns: &[ArrayRef], num_rows: usize, seed: H::Hash) -> Result<Vec<H::Hash>> {
+    let mut hashes = vec![seed; num_rows];
     for c in columns {
-        update_hashes(c.as_ref(), &mut hashes)?;
+        update::<H>(c.as_ref(), &mut hashes)?;
     }
     Ok(hashes)
 }
 
-/// Spark's `XxHash64(columns, 42)` of every row (all columns of the same length `num_rows`).
+/// Spark's `Murmur3Hash(columns, 42)` of every row.
+pub fn spark_hash(columns: &[ArrayRef], num_rows: usize) -> Result<Vec<i32>> {
+    hash_columns::<Murmur3>(columns, num_rows, SPARK_HASH_SEED)
+}
+
+/// Spark's `XxHash64(columns, 42)` of every row.
 pub fn spark_xxhash64(columns: &[ArrayRef], num_rows: usize) -> Result<Vec<i64>> {
-    let mut hashes = vec![SPARK_HASH_SEED as i64; num_rows];
-    for c in columns {
-        update_xxhash64(c.as_ref(), &mut hashes)?;
-    }
-    Ok(hashes)
+    hash_columns::<XxHash64>(columns, num_rows, SPARK_HASH_SEED as i64)
 }
 
 #[inline]

@@ -242,48 +242,46 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// Asks a `RangeSource` whether its task goes on (`checkKilled`, which throws when the task was killed; the source
-/// keeps that exception and the JVM side rethrows it).
-fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<()> {
+/// Runs `call` against a JVM input source on this (task) thread, in a local frame of its own: a plan may call
+/// its sources thousands of times within one JNI call. A Java exception is cleared here — the source keeps it
+/// and the JVM side rethrows it — so that no JNI call runs with an exception pending.
+fn call_source<T>(
+    what: &str,
+    call: impl FnOnce(&mut jni::Env) -> jni::errors::Result<T>,
+) -> datafusion_common::Result<T> {
     JavaVM::singleton()
         .and_then(|vm| {
-            vm.attach_current_thread(|env| -> jni::errors::Result<()> {
-                env.with_local_frame(4, |env| -> jni::errors::Result<()> {
-                    let result = env.call_method(source, jni_str!("checkKilled"), jni_sig!("()V"), &[]);
+            vm.attach_current_thread(|env| -> jni::errors::Result<T> {
+                env.with_local_frame(4, |env| -> jni::errors::Result<T> {
+                    let out = call(env);
                     if env.exception_check() {
                         env.exception_clear();
                         return Err(JniError::JavaException);
                     }
-                    result.map(|_| ())
+                    out
                 })
             })
         })
-        .map_err(|e| DataFusionError::External(format!("range input stopped: {e}").into()))
+        .map_err(|e| DataFusionError::External(format!("{what}: {e}").into()))
 }
 
-/// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread). A Java
-/// exception is cleared here — the source keeps it and the JVM side rethrows it — so that no JNI call runs
-/// with an exception pending.
+/// Asks a `RangeSource` whether its task goes on (`checkKilled` throws when the task was killed).
+fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<()> {
+    call_source("range input stopped", |env| {
+        env.call_method(source, jni_str!("checkKilled"), jni_sig!("()V"), &[]).map(|_| ())
+    })
+}
+
+/// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread).
 fn next_rows(source: &Global<JObject<'static>>) -> datafusion_common::Result<Option<Vec<u8>>> {
-    JavaVM::singleton()
-        .and_then(|vm| {
-            vm.attach_current_thread(|env| -> jni::errors::Result<Option<Vec<u8>>> {
-                // A local frame per call: a plan may pull thousands of buffers within one JNI call.
-                env.with_local_frame(4, |env| -> jni::errors::Result<Option<Vec<u8>>> {
-                    let result = env.call_method(source, jni_str!("nextRows"), jni_sig!("()[B"), &[]);
-                    if env.exception_check() {
-                        env.exception_clear();
-                        return Err(JniError::JavaException);
-                    }
-                    let array = JByteArray::cast_local(env, result?.l()?)?;
-                    if array.is_null() {
-                        return Ok(None);
-                    }
-                    Ok(Some(env.convert_byte_array(&array)?))
-                })
-            })
-        })
-        .map_err(|e| DataFusionError::External(format!("reading rows from Spark failed: {e}").into()))
+    call_source("reading rows from Spark failed", |env| {
+        let result = env.call_method(source, jni_str!("nextRows"), jni_sig!("()[B"), &[])?;
+        let array = JByteArray::cast_local(env, result.l()?)?;
+        if array.is_null() {
+            return Ok(None);
+        }
+        Ok(Some(env.convert_byte_array(&array)?))
+    })
 }
 
 /// Writes the next batch (as a struct array) into the JVM-allocated C structs; returns its row count, or -1

@@ -40,12 +40,8 @@ impl HashExpr {
 
     fn fold<H: SparkHasher>(&self, batch: &RecordBatch, seed: H::Hash) -> Result<Vec<H::Hash>> {
         let rows = batch.num_rows();
-        let mut hashes = vec![seed; rows];
-        for c in &self.children {
-            let value = c.evaluate(batch)?.into_array(rows)?;
-            spark_hash::update::<H>(value.as_ref(), &mut hashes)?;
-        }
-        Ok(hashes)
+        let values = self.children.iter().map(|c| c.evaluate(batch)?.into_array(rows)).collect::<Result<Vec<_>>>()?;
+        spark_hash::hash_columns::<H>(&values, rows, seed)
     }
 }
 
