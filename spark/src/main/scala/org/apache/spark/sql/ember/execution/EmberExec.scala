@@ -215,19 +215,18 @@ object EmberBlock {
     val queryContexts = QueryContexts.of(built.nodes)
     val nativeRange = EmberConf.EXEC_RANGE.get()
     val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
-      val range = in.child match {
-        case r: RangeExec => Some(r)
-        case WholeStageCodegenExec(r: RangeExec) => Some(r)
-        case _ => None
+      in.child match {
+        case r: RangeExec if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
+        case WholeStageCodegenExec(r: RangeExec) if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
+        case child if child.supportsColumnar =>
+          child.executeColumnar() match {
+            // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
+            case blocks: DecodedBlocksRDD =>
+              blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))
+            case batches => batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+          }
+        case child => child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
       }
-      if (nativeRange && range.isDefined) RangeSlices.rdd(range.get, in.metrics("rangeRows"))
-      else if (in.child.supportsColumnar) in.child.executeColumnar() match {
-        // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
-        case blocks: DecodedBlocksRDD =>
-          blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))
-        case batches => batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
-      }
-      else in.child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
     }
     def start(inputs: Seq[InputIterator]): Iterator[T] =
       output(

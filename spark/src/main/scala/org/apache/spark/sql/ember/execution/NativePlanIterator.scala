@@ -94,9 +94,8 @@ class NativePlanIterator(
     catch {
       case e: EmberSparkError => throw EmberErrors.toSparkException(e, queryContexts.get)
       case e: EmberNativeException =>
-        (readers.filter(_ != null).map(_.failure) ++ rowSources.collect {
-          case s: NativeByteSource => s.failure
-          case r: RangeSource => r.failure
+        (readers.filter(_ != null).map(_.failure) ++ rowSources.collect { case s: NativeInputSource =>
+          s.failure
         })
           .find(_ != null) match {
           case Some(childFailure) => throw childFailure
@@ -294,13 +293,30 @@ class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize
 }
 
 /**
- * An input the native side pulls as byte buffers, on the task thread (`nextRows`, called from native code; null
- * at the end): records packed one after the other, each preceded by its size (a little-endian long), in one
- * buffer grown as needed. A failure of the Spark side is kept, so the task fails with Spark's own exception.
+ * An input object the native side calls back on the task thread. Each call first fails if the task was killed;
+ * a failure (the kill, or the Spark child's own exception) is kept, so the task fails with Spark's exception
+ * rather than the native side's report of it.
  */
-abstract class NativeByteSource(records: String) {
+abstract class NativeInputSource {
   @volatile var failure: Throwable = _
   private val context = TaskContext.get()
+
+  protected final def call[T](f: => T): T =
+    try {
+      if (context != null) context.killTaskIfInterrupted()
+      f
+    } catch {
+      case t: Throwable =>
+        failure = t
+        throw t
+    }
+}
+
+/**
+ * An input the native side pulls as byte buffers (`nextRows`, null at the end): records packed one after the
+ * other, each preceded by its size (a little-endian long), in one buffer grown as needed.
+ */
+abstract class NativeByteSource(records: String) extends NativeInputSource {
   private var buffer = new Array[Byte](1 << 16)
   private var length = 0
 
@@ -326,15 +342,9 @@ abstract class NativeByteSource(records: String) {
     at
   }
 
-  final def nextRows(): Array[Byte] =
-    try {
-      if (context != null) context.killTaskIfInterrupted()
-      length = 0
-      fill()
-      if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
-    } catch {
-      case t: Throwable =>
-        failure = t
-        throw t
-    }
+  final def nextRows(): Array[Byte] = call {
+    length = 0
+    fill()
+    if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
+  }
 }

@@ -1,6 +1,5 @@
 package org.apache.spark.sql.ember.execution
 
-import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.RangeExec
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -10,17 +9,8 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * thread; the engine calls [[checkKilled]] before every batch, so a cancelled task stops even when nothing
  * else in its plan returns to the JVM (a global aggregate over billions of rows).
  */
-final class RangeSource(val first: Long, val step: Long, val count: Long) {
-  @volatile var failure: Throwable = _
-  private val context = TaskContext.get()
-
-  def checkKilled(): Unit =
-    try if (context != null) context.killTaskIfInterrupted()
-    catch {
-      case t: Throwable =>
-        failure = t
-        throw t
-    }
+final class RangeSource(val first: Long, val step: Long, val count: Long) extends NativeInputSource {
+  def checkKilled(): Unit = call(())
 }
 
 /**
