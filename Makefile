@@ -40,8 +40,9 @@ test-rust:
 	cargo test --workspace
 
 # Scala suites (Ember off vs on, exact rows, native nodes asserted) against the jar's classes and library.
+# On failure, the failed tests' names and causes are printed last, where a log's tail shows them.
 test-scala: jar-dev
-	$(MVN) test
+	$(MVN) test || { grep -h -A12 'FAILED \*\*\*' spark/target/surefire-reports/EmberTestSuite.txt | head -150; exit 1; }
 
 # A fast subset of Spark's own SQL suites with Ember switched on.
 test-suites: jar-dev
