@@ -3,6 +3,7 @@
 pub mod adaptive_aggregate;
 pub mod input;
 pub mod prefix_window;
+pub mod radix_aggregate;
 pub mod range_source;
 pub mod shuffle_reader;
 pub mod shuffle_writer;
@@ -12,6 +13,7 @@ pub mod spilling_hash_join;
 pub use adaptive_aggregate::AdaptiveAggregateExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
+pub use radix_aggregate::RadixAggregateExec;
 pub use shuffle_reader::ShuffleBlockReader;
 pub use shuffle_writer::ShuffleWriterExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

@@ -1,6 +1,6 @@
-//! Proto `Aggregate` → DataFusion: the HLL-gated [`AdaptiveAggregateExec`] for a grouped partial aggregate,
-//! DataFusion's `AggregateExec` otherwise (global partial, partial-merge, final), and for FINAL a projection
-//! evaluating Spark's result expressions.
+//! Proto `Aggregate` → DataFusion: the HLL-gated [`AdaptiveAggregateExec`] for a grouped partial aggregate, the
+//! radix-partitioned [`RadixAggregateExec`] for a grouped partial-merge or final one (when the proto asks for
+//! it), DataFusion's `AggregateExec` otherwise, and for FINAL a projection evaluating Spark's result expressions.
 //!
 //! Intermediate columns are exactly Spark's aggregation buffers (`aggBufferAttributes`, checked against the
 //! proto's `intermediate` fields), so a native partial feeds a Spark final and the reverse:
@@ -40,6 +40,7 @@ use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSp
 use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
 use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
+use crate::operators::radix_aggregate::{RadixAggregateExec, RadixConfig};
 
 pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let mode = pb::AggregateMode::try_from(agg.mode).map_err(|_| plan_error("unknown aggregate mode"))?;
@@ -79,15 +80,30 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         pb::AggregateMode::Unspecified => unreachable!(),
     };
     let input = if mode != pb::AggregateMode::Partial && !grouped { unchecked_global_partial(input)? } else { input };
-    let filters = vec![None; functions.len()];
-    let aggregate: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
-        df_mode,
-        PhysicalGroupBy::new_single(group_by),
-        functions,
-        filters,
-        input,
-        raw_schema,
-    )?);
+    let radix = match agg.radix.as_ref() {
+        Some(r) if grouped => RadixAggregateExec::try_new(
+            df_mode,
+            Arc::clone(&input),
+            group_by.clone(),
+            functions.clone(),
+            Arc::clone(&raw_schema),
+            radix_config(r),
+        )
+        .ok(),
+        _ => None,
+    };
+    let aggregate: Arc<dyn ExecutionPlan> = match radix {
+        Some(r) => Arc::new(r),
+        // Not laid out as keys then states (never for Spark's plans): DataFusion's own merge.
+        None => Arc::new(AggregateExec::try_new(
+            df_mode,
+            PhysicalGroupBy::new_single(group_by),
+            functions.clone(),
+            vec![None; functions.len()],
+            input,
+            raw_schema,
+        )?),
+    };
     if mode != pb::AggregateMode::Final || agg.result_exprs.is_empty() {
         return Ok(aggregate);
     }
@@ -141,6 +157,18 @@ fn unchecked_global_partial(input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn Exe
         Arc::clone(p.input()),
         p.input_schema(),
     )?))
+}
+
+/// The radix merge's knobs from the proto (0: the default).
+pub fn radix_config(r: &pb::RadixMerge) -> RadixConfig {
+    let d = RadixConfig::default();
+    let fanout_bits = if r.fanout_bits == 0 { d.fanout_bits } else { r.fanout_bits.min(12) };
+    RadixConfig {
+        min_groups: if r.min_groups == 0 { d.min_groups } else { r.min_groups as usize },
+        fanout_bits,
+        // 8k rows per partition and pass.
+        flush_rows: 8192 << fanout_bits,
+    }
 }
 
 /// The gate's knobs from the proto; absent: a plain partial aggregate (gate off).

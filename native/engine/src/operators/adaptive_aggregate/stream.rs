@@ -41,7 +41,7 @@ pub(super) struct AdaptiveAggregateStream {
     metrics: AdaptiveAggregateMetrics,
 }
 
-pub(super) fn create_group_accumulator(aggr: &Arc<AggregateFunctionExpr>) -> Result<Box<dyn GroupsAccumulator>> {
+pub(crate) fn create_group_accumulator(aggr: &Arc<AggregateFunctionExpr>) -> Result<Box<dyn GroupsAccumulator>> {
     if aggr.groups_accumulator_supported() {
         aggr.create_groups_accumulator()
     } else {

@@ -158,6 +158,20 @@ object EmberConf {
       "stop combining for good when the exact group count shows a reduction below `minReduction`."
   )
 
+  val AGG_RADIX_ENABLED: Entry[Boolean] = bool(
+    "spark.ember.aggregate.radix.enabled",
+    default = true,
+    "A native final or partial-merge aggregate with grouping keys splits its hash table into 64 cache-sized " +
+      "partitions once it holds `minGroups` groups, and spills whole partitions when Spark's memory pool " +
+      "refuses more; off: DataFusion's single-table aggregate (which spills by sorting)."
+  )
+
+  val AGG_RADIX_MIN_GROUPS: Entry[Long] = long(
+    "spark.ember.aggregate.radix.minGroups",
+    default = 131072,
+    "Groups the native merging aggregate holds in one hash table before it splits into partitions."
+  )
+
   val AGG_NATIVE_SIDES: Entry[String] = string(
     "spark.ember.aggregate.nativeSides",
     default = "both",

@@ -212,6 +212,34 @@ class EmberAggregateSuite extends EmberQueryTest {
     }
   }
 
+  test("radix merge: final and partial-merge aggregates past minGroups split into partitions, same rows") {
+    def metric(d: DataFrame, name: String) =
+      nativeNodes(d).collect { case a: EmberHashAggregateExec => a.metrics(name).value }.sum
+    withSQLConf("spark.ember.aggregate.radix.minGroups" -> "64") {
+      bothAnsiModes { ansi =>
+        // ~750 groups per final task (4 shuffle partitions), most of them one row.
+        val fs = allFunctions(data).filterNot(c => ansi && c.toString.contains("sum_i64"))
+        val keys = Seq((col("id") % 1000).as("g"), col("s"))
+        val df = checkSparkAnswerAndNative(data.groupBy(keys: _*).agg(fs.head, fs.tail: _*), agg)
+        assert(metric(df, "radix_partitions") > 0, "the final aggregate split its table")
+        // count(DISTINCT) adds partial-merge aggregates. (The query is built inside the call: run twice, Ember off
+        // then on, a DataFrame built once would keep its first physical plan.)
+        val distinct = checkSparkAnswerAndNative(
+          data.groupBy((col("i32") % 500).as("g")).agg(countDistinct("i16"), sum("i8"), max("dec")),
+          agg
+        )
+        assert(metric(distinct, "radix_partitions") > 0)
+      }
+      // first/last: one input partition keeps Spark's own answer deterministic.
+      val ffs = Seq(first("i32"), last("dt"), first("i64", ignoreNulls = true), last("dec", ignoreNulls = true))
+      checkSparkAnswerAndNative(ordered.groupBy((col("id") % 700).as("g")).agg(ffs.head, ffs.tail: _*), agg)
+      withSQLConf("spark.ember.aggregate.radix.enabled" -> "false") {
+        val off = checkSparkAnswerAndNative(data.groupBy("id").agg(count(lit(1)), max("i64")), agg)
+        assert(metric(off, "radix_partitions") == 0, "switched off: one table")
+      }
+    }
+  }
+
   test(
     "string and binary min/max: Spark's sort aggregate, replaced when order cannot matter; output sorted"
   ) {

@@ -86,9 +86,11 @@ class EmberMemorySuite extends EmberQueryTest {
         assert(aggs.size == 2, totalsDf.queryExecution.executedPlan)
         val (partial, fin) = aggs.partition(_.aggregateExpressions.exists(_.mode == Partial))
         assert(partial.map(_.metrics("memory_emits").value).sum > 0, "the partial must have emitted early")
-        // The final (DataFusion's AggregateExec, under the projection of Spark's result expressions) spills.
+        // The final (the radix-partitioned merge, under the projection of Spark's result expressions) spills
+        // whole partitions of its hash table.
         assert(fin.nonEmpty)
         assert(fin.map(_.metrics("spillCount").value).sum > 0, "the final aggregate must have spilled")
+        assert(fin.map(_.metrics("spilled_partitions").value).sum > 0, "spilled as hash table partitions")
       }
     }
     assertNoNativeMemoryHeld()

@@ -36,7 +36,9 @@ case class EmberHashAggregateExec(
     "actual_groups" -> SQLMetrics.createMetric(sparkContext, "actual groups of emitted states"),
     "memory_emits" -> SQLMetrics.createMetric(sparkContext, "states emitted early (memory)"),
     "sketch_time" -> SQLMetrics.createNanoTimingMetric(sparkContext, "sketch time"),
-    "aggregate_time" -> SQLMetrics.createNanoTimingMetric(sparkContext, "aggregate time")
+    "aggregate_time" -> SQLMetrics.createNanoTimingMetric(sparkContext, "aggregate time"),
+    "radix_partitions" -> SQLMetrics.createMetric(sparkContext, "hash table partitions (0: one table)"),
+    "spilled_partitions" -> SQLMetrics.createMetric(sparkContext, "hash table partitions spilled")
   )
 
   override def simpleString(maxFields: Int): String = {

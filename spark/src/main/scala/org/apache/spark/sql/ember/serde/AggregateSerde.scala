@@ -188,6 +188,11 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
       }
       if (m == proto.AggregateMode.AGGREGATE_MODE_PARTIAL && groupingAttrs.nonEmpty && gateKeepsAnswer(aggs))
         b.setAdaptive(adaptive(conf))
+      if (
+        m != proto.AggregateMode.AGGREGATE_MODE_PARTIAL && groupingAttrs.nonEmpty &&
+        EmberConf.AGG_RADIX_ENABLED.get(conf)
+      )
+        b.setRadix(proto.RadixMerge.newBuilder().setMinGroups(EmberConf.AGG_RADIX_MIN_GROUPS.get(conf)))
       op(_.setAggregate(b))
     }
   }

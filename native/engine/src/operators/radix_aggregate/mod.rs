@@ -1,0 +1,32 @@
+//! Radix-partitioned merging aggregate (FINAL and PARTIAL_MERGE with grouping keys).
+//!
+//! A merging aggregate with millions of groups per task is bound by memory latency, not by arithmetic: every
+//! input row probes one hash table and updates one slot per accumulator state, each a likely cache and TLB miss
+//! once the table outgrows the CPU caches (10M groups: ~1 GB of table and states, ~200 ns a row). ClickHouse
+//! ("two-level aggregation") and DuckDB (radix-partitioned hash tables) answer this the same way, and so does
+//! [`RadixAggregateExec`]:
+//!
+//! 1. It merges into one table (DataFusion's `GroupValues` and `GroupsAccumulator`s, as `AggregateExec` does)
+//!    while that table has at most `min_groups` groups: small aggregates pay nothing.
+//! 2. Past that it splits: the table's groups are emitted as states and re-merged into `2^fanout_bits`
+//!    sub-tables chosen by the top bits of a seeded hash of the keys (independent of the tables' own hash,
+//!    whose top bits hashbrown uses as its tag). Input rows are buffered until `flush_rows` of them are
+//!    held, then reordered by partition in one pass (a counting sort of row positions, one gather) and merged a partition at a
+//!    time: each merge touches one cache-sized sub-table.
+//! 3. Memory: the tables and the buffer are reserved from the task's pool. When the pool refuses, the largest
+//!    sub-table is spilled (its groups as states, Arrow IPC with the session's compression) and the rest of its
+//!    partition's rows go straight to its file. At the end, resident sub-tables emit their groups one after
+//!    another, then each spilled partition — a `2^-fanout_bits` share of the groups — is merged again from its
+//!    file by the same operator one level deeper (a fresh hash seed: if it still does not fit, it splits and
+//!    spills on other bits; past 6 levels a partition that cannot fit is an error). Files are deleted once
+//!    read, and on error or drop.
+//!
+//! Order: each partition merges its rows in arrival order (buffered rows keep their order within a partition,
+//! a spilled table's states precede the rows appended after them), so `first`/`last` see, per group, what a
+//! single table would have seen.
+//!
+//! Metrics: `radix_partitions` (0 while one table sufficed), `spilled_partitions`, DataFusion's spill metrics.
+pub mod exec;
+mod stream;
+
+pub use exec::{RadixAggregateExec, RadixConfig};
