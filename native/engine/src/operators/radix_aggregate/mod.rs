@@ -9,10 +9,10 @@
 //! 1. It merges into one table (DataFusion's `GroupValues` and `GroupsAccumulator`s, as `AggregateExec` does)
 //!    while that table has at most `min_groups` groups: small aggregates pay nothing.
 //! 2. Past that it splits: the table's groups are emitted as states and re-merged into `2^fanout_bits`
-//!    sub-tables chosen by the top bits of a seeded hash of the keys (independent of the tables' own hash,
+//!    sub-tables chosen by the top bits of a seeded hash of the keys (seeded unlike the tables' own hash,
 //!    whose top bits hashbrown uses as its tag). Input rows are buffered until `flush_rows` of them are
-//!    held, then reordered by partition in one pass (a counting sort of row positions, one gather) and merged a partition at a
-//!    time: each merge touches one cache-sized sub-table.
+//!    held, then reordered by partition in one pass (a counting sort of row positions, one gather) and
+//!    merged a partition at a time: each merge touches one cache-sized sub-table.
 //! 3. Memory: the tables and the buffer are reserved from the task's pool. When the pool refuses, the largest
 //!    sub-table is spilled (its groups as states, Arrow IPC with the session's compression) and the rest of its
 //!    partition's rows go straight to its file. At the end, resident sub-tables emit their groups one after
