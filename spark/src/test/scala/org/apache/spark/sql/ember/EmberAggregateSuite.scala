@@ -231,7 +231,8 @@ class EmberAggregateSuite extends EmberQueryTest {
         assert(metric(distinct, "radix_partitions") > 0)
       }
       // first/last: one input partition keeps Spark's own answer deterministic.
-      val ffs = Seq(first("i32"), last("dt"), first("i64", ignoreNulls = true), last("dec", ignoreNulls = true))
+      val ffs =
+        Seq(first("i32"), last("dt"), first("i64", ignoreNulls = true), last("dec", ignoreNulls = true))
       checkSparkAnswerAndNative(ordered.groupBy((col("id") % 700).as("g")).agg(ffs.head, ffs.tail: _*), agg)
       withSQLConf("spark.ember.aggregate.radix.enabled" -> "false") {
         val off = checkSparkAnswerAndNative(data.groupBy("id").agg(count(lit(1)), max("i64")), agg)
