@@ -78,6 +78,8 @@ fn main() {
         let c = RadixConfig { fanout_bits: bits, flush_rows: BATCH << bits, ..RadixConfig::default() };
         configs.push((format!("RadixAggregateExec 2^{bits}"), Some(c)));
     }
+    let ordered = RadixConfig { first_seen_order: true, ..RadixConfig::default() };
+    configs.push(("RadixAggregateExec 2^6 ordered".into(), Some(ordered)));
     // EMBER_BENCH_ONLY=<name prefix> runs one configuration (for profiling).
     let only = std::env::var("EMBER_BENCH_ONLY").unwrap_or_default();
     for (name, config) in configs.into_iter().filter(|(n, _)| n.starts_with(&only)) {

@@ -140,6 +140,12 @@ fn random_batches(n_batches: usize, rows: usize, key_space: i64, seed: u64) -> (
 }
 
 fn rows_as_strings(batches: &[RecordBatch]) -> Vec<String> {
+    let mut out = rows_in_order(batches);
+    out.sort();
+    out
+}
+
+fn rows_in_order(batches: &[RecordBatch]) -> Vec<String> {
     let mut out = vec![];
     for b in batches {
         for r in 0..b.num_rows() {
@@ -148,7 +154,6 @@ fn rows_as_strings(batches: &[RecordBatch]) -> Vec<String> {
             out.push(cells.join("|"));
         }
     }
-    out.sort();
     out
 }
 
@@ -246,9 +251,14 @@ fn metric(plan: &RadixAggregateExec, name: &str) -> usize {
 }
 
 fn config(min_groups: usize, fanout_bits: u32, flush_rows: usize) -> RadixConfig {
-    RadixConfig { min_groups, fanout_bits, flush_rows }
+    RadixConfig { min_groups, fanout_bits, flush_rows, first_seen_order: false }
 }
 
+fn ordered(c: RadixConfig) -> RadixConfig {
+    RadixConfig { first_seen_order: true, ..c }
+}
+
+/// Same rows as DataFusion's aggregate, in the same (first-seen) order.
 #[test]
 fn final_and_partial_merge_match_datafusion_in_memory() {
     for (key_space, cfg, splits) in [
@@ -258,6 +268,12 @@ fn final_and_partial_merge_match_datafusion_in_memory() {
         (100_000, config(100, 1, 700), true),
         (100_000, config(1_000, 4, 3_001), true),
         (5_000, config(10, 8, 257), true),
+        (100_000, ordered(config(100, 1, 700)), true),
+        (100_000, ordered(config(1_000, 4, 3_001)), true),
+        (5_000, ordered(config(10, 8, 257)), true),
+        // Fewer groups than partitions: empty sub-tables (row-at-a-time accumulators cannot emit zero groups).
+        (40, config(1, 8, 100), true),
+        (40, ordered(config(1, 8, 100)), true),
     ] {
         let s = states(12, 1000, key_space, key_space as u64);
         for mode in [AggregateMode::Final, AggregateMode::PartialReduce] {
@@ -266,6 +282,10 @@ fn final_and_partial_merge_match_datafusion_in_memory() {
             let context = ctx(512, None, None);
             let actual = run(radix.clone(), context.clone()).unwrap();
             assert_same_rows(&actual, &expected, &format!("{mode:?} key space {key_space} {cfg:?}"));
+            // With first-seen order (or one table), in the same order too.
+            if cfg.first_seen_order || !splits {
+                assert!(rows_in_order(&actual) == rows_in_order(&expected), "{mode:?} {cfg:?}: order differs");
+            }
             assert!(actual.iter().all(|b| b.num_rows() <= 512), "output batches of at most batch_size rows");
             let partitions = metric(&radix, "radix_partitions");
             assert_eq!(partitions, if splits { 1 << cfg.fanout_bits } else { 0 }, "{cfg:?}");
@@ -282,7 +302,11 @@ fn spilled_partitions_match_datafusion() {
     let s = states(30, 1000, 1_000_000, 11);
     for mode in [AggregateMode::Final, AggregateMode::PartialReduce] {
         let expected = run(s.datafusion(mode), ctx(1000, None, None)).unwrap();
-        for (pool, cfg) in [(1_500_000, config(500, 3, 2_000)), (3_000_000, config(1 << 17, 6, 4_000))] {
+        for (pool, cfg) in [
+            (1_500_000, config(500, 3, 2_000)),
+            (3_000_000, config(1 << 17, 6, 4_000)),
+            (1_500_000, ordered(config(500, 3, 2_000))),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let radix = s.radix(mode, cfg.clone());
             let context = ctx(1000, Some(pool), Some(dir.path()));

@@ -168,6 +168,7 @@ pub fn radix_config(r: &pb::RadixMerge) -> RadixConfig {
         fanout_bits,
         // 8k rows per partition and pass.
         flush_rows: 8192 << fanout_bits,
+        first_seen_order: r.first_seen_order,
     }
 }
 

@@ -28,13 +28,16 @@ pub struct RadixConfig {
     pub fanout_bits: u32,
     /// Input rows buffered between two reorder-and-merge passes once split.
     pub flush_rows: usize,
+    /// Emit the resident groups in the order they were first met (Spark's and one table's order) rather than
+    /// partition by partition: a gather of every output row at the end.
+    pub first_seen_order: bool,
 }
 
 impl Default for RadixConfig {
     fn default() -> Self {
         // One table up to 128k groups (~8 MB of table and states with a few accumulators: L3-resident); past that
         // 64 partitions, so that 10M groups make sub-tables of ~150k; 8k rows per partition and pass.
-        Self { min_groups: 1 << 17, fanout_bits: 6, flush_rows: 1 << 19 }
+        Self { min_groups: 1 << 17, fanout_bits: 6, flush_rows: 1 << 19, first_seen_order: false }
     }
 }
 

@@ -23,7 +23,10 @@
 //!
 //! Order: each partition merges its rows in arrival order (buffered rows keep their order within a partition,
 //! a spilled table's states precede the rows appended after them), so `first`/`last` see, per group, what a
-//! single table would have seen.
+//! single table would have seen. The groups leave partition by partition; with `first_seen_order` the resident
+//! ones leave in the order they were first met instead (Spark's hash aggregate's order, and one table's), at
+//! the cost of recording each group's partition at creation and one gather of the output (~20% of the merge
+//! when every input row is a new group). Groups of spilled partitions follow, in any case, after them.
 //!
 //! Metrics: `radix_partitions` (0 while one table sufficed), `spilled_partitions`, DataFusion's spill metrics.
 pub mod exec;

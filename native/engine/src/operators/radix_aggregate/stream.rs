@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
+use arrow::compute::{concat_batches, interleave_record_batch, take_record_batch};
 use arrow::datatypes::{Schema, SchemaRef};
 use datafusion_common::hash_utils::{create_hashes, RandomState};
 use datafusion_common::utils::memory::get_record_batch_memory_size;
@@ -110,6 +110,48 @@ impl Table {
     }
 }
 
+/// No group was created here (`created_at`), or the partition is not resident (`OrderedEmit::slot`).
+const NO_GROUP: u16 = u16::MAX;
+
+/// The resident partitions' groups, emitted in the order they were created.
+#[derive(Default)]
+struct OrderedEmit {
+    /// One batch per resident partition: its groups in creation order.
+    batches: Vec<RecordBatch>,
+    /// Partition → its batch (`NO_GROUP`: spilled, its groups are emitted later from disk).
+    slot: Vec<u16>,
+    creation: Vec<u16>,
+    at: usize,
+    cursors: Vec<usize>,
+}
+
+impl OrderedEmit {
+    /// The next `batch_size` groups in creation order; `None` when all are out.
+    fn next_batch(&mut self, batch_size: usize) -> Result<Option<RecordBatch>> {
+        let mut rows = Vec::with_capacity(batch_size);
+        while rows.len() < batch_size && self.at < self.creation.len() {
+            let slot = self.slot[self.creation[self.at] as usize];
+            self.at += 1;
+            if slot != NO_GROUP {
+                let b = slot as usize;
+                rows.push((b, self.cursors[b]));
+                self.cursors[b] += 1;
+            }
+        }
+        if rows.is_empty() {
+            let lost = self.cursors.iter().zip(&self.batches).any(|(&c, b)| c != b.num_rows());
+            if lost {
+                return Err(DataFusionError::Internal(
+                    "radix aggregate: groups missing from the creation order".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
+        Ok(Some(interleave_record_batch(&refs, &rows)?))
+    }
+}
+
 enum Part {
     Resident(Table),
     Spilled(CoalescingWriter),
@@ -134,6 +176,7 @@ pub(super) struct RadixAggregateStream {
     keys: usize,
     states: Vec<Range<usize>>,
     min_groups: usize,
+    first_seen_order: bool,
     fanout_bits: u32,
     flush_rows: usize,
     batch_size: usize,
@@ -142,6 +185,14 @@ pub(super) struct RadixAggregateStream {
     single: Option<Table>,
     /// After it, by the top `fanout_bits` bits of the partition hash.
     parts: Vec<Part>,
+    /// The partition of every group created since the split, in the order the groups were first met: the
+    /// output follows it, so that groups leave in first-seen order — Spark's hash aggregate's order, and one
+    /// table's — rather than partition by partition.
+    creation: Vec<u16>,
+    /// Per flush: which partition (if any) created a group at each buffered row.
+    created_at: Vec<u16>,
+    /// Resident partitions being emitted in `creation` order.
+    ordered: Option<OrderedEmit>,
     buffer: Vec<RecordBatch>,
     buffered_rows: usize,
     buffered_bytes: usize,
@@ -212,6 +263,7 @@ impl RadixAggregateStream {
             keys,
             states,
             min_groups: config.min_groups,
+            first_seen_order: config.first_seen_order,
             fanout_bits: config.fanout_bits,
             flush_rows: config.flush_rows,
             config,
@@ -222,6 +274,9 @@ impl RadixAggregateStream {
             context,
             single,
             parts: vec![],
+            creation: vec![],
+            created_at: vec![],
+            ordered: None,
             buffer: vec![],
             buffered_rows: 0,
             buffered_bytes: 0,
@@ -242,7 +297,8 @@ impl RadixAggregateStream {
 
     fn resident_bytes(&self) -> usize {
         let parts: usize = self.parts.iter().map(|p| if let Part::Resident(t) = p { t.size() } else { 0 }).sum();
-        self.single.as_ref().map_or(0, Table::size) + parts + self.buffered_bytes
+        let order = 2 * (self.creation.capacity() + self.created_at.capacity());
+        self.single.as_ref().map_or(0, Table::size) + parts + order + self.buffered_bytes
     }
 
     fn process(&mut self, batch: RecordBatch) -> Result<()> {
@@ -269,7 +325,10 @@ impl RadixAggregateStream {
     /// The single table's groups, as states, become the first rows of the partitions.
     fn split(&mut self) -> Result<()> {
         let Some(table) = self.single.take() else { return Ok(()) };
-        let states = RecordBatch::try_new(Arc::clone(&self.rows_schema), table.emit(false)?)?;
+        let states = match table.groups() {
+            0 => RecordBatch::new_empty(Arc::clone(&self.rows_schema)),
+            _ => RecordBatch::try_new(Arc::clone(&self.rows_schema), table.emit(false)?)?,
+        };
         let fanout = 1usize << self.fanout_bits;
         self.parts = (0..fanout)
             .map(|_| Table::new(&self.group_schema, &self.aggr_expr).map(Part::Resident))
@@ -322,15 +381,34 @@ impl RadixAggregateStream {
             } else {
                 concat_batches(&self.rows_schema, &batches)?
             };
-            let ordered = take_record_batch(&all, &UInt32Array::from(indices))?;
+            let ordered = take_record_batch(&all, &UInt32Array::from_iter_values(indices.iter().copied()))?;
             drop(all);
+            let track = self.first_seen_order;
+            if track {
+                self.created_at.clear();
+                self.created_at.resize(total, NO_GROUP);
+            }
             for (p, (&start, &len)) in starts.iter().zip(&counts).enumerate() {
                 if len == 0 {
                     continue;
                 }
                 let run = ordered.slice(start, len);
                 match &mut self.parts[p] {
-                    Part::Resident(t) => t.merge(run.columns(), self.keys, &self.states, &mut self.group_ids)?,
+                    Part::Resident(t) if !track => {
+                        t.merge(run.columns(), self.keys, &self.states, &mut self.group_ids)?
+                    }
+                    Part::Resident(t) => {
+                        let known = t.groups();
+                        t.merge(run.columns(), self.keys, &self.states, &mut self.group_ids)?;
+                        // New groups get consecutive ids at their first row in the run.
+                        let mut next = known;
+                        for (i, &g) in self.group_ids.iter().enumerate() {
+                            if g == next {
+                                self.created_at[indices[start + i] as usize] = p as u16;
+                                next += 1;
+                            }
+                        }
+                    }
                     Part::Spilled(w) => {
                         // A compact copy: a slice would keep (and be reserved at) the whole reordered batch.
                         let run = take_record_batch(&run, &UInt32Array::from_iter_values(0..len as u32))?;
@@ -338,6 +416,9 @@ impl RadixAggregateStream {
                     }
                     Part::Emitted => unreachable!("partitions are emitted after the input ends"),
                 }
+            }
+            if track {
+                self.creation.extend(self.created_at.iter().copied().filter(|&p| p != NO_GROUP));
             }
         }
         self.fit()
@@ -415,17 +496,49 @@ impl RadixAggregateStream {
             self.tables.free();
             return Ok(true);
         }
-        // Resident partitions first, so that their memory is free before any spilled one is merged.
-        let resident = self.parts.iter().position(|p| matches!(p, Part::Resident(_)));
-        if let Some(p) = resident {
-            if let Part::Resident(table) = std::mem::replace(&mut self.parts[p], Part::Emitted) {
-                if table.groups() > 0 {
-                    let columns = table.emit(results)?;
-                    self.queue(columns)?;
+        // Resident partitions first, so that their memory is free before any spilled one is merged: one by one,
+        // or all together in first-seen order.
+        if !self.first_seen_order {
+            if let Some(p) = self.parts.iter().position(|p| matches!(p, Part::Resident(_))) {
+                if let Part::Resident(table) = std::mem::replace(&mut self.parts[p], Part::Emitted) {
+                    if table.groups() > 0 {
+                        let columns = table.emit(results)?;
+                        self.queue(columns)?;
+                    }
+                    self.tables.resize(self.resident_bytes());
                 }
-                self.tables.resize(self.resident_bytes());
+                return Ok(true);
             }
-            return Ok(true);
+        }
+        if self.ordered.is_none() && self.parts.iter().any(|p| matches!(p, Part::Resident(_))) {
+            let mut slot = vec![NO_GROUP; self.parts.len()];
+            let mut batches = vec![];
+            for (p, part) in self.parts.iter_mut().enumerate() {
+                if !matches!(part, Part::Resident(_)) {
+                    continue;
+                }
+                if let Part::Resident(table) = std::mem::replace(part, Part::Emitted) {
+                    // (Row-at-a-time accumulators cannot emit zero groups.)
+                    if table.groups() > 0 {
+                        slot[p] = batches.len() as u16;
+                        batches.push(RecordBatch::try_new(Arc::clone(&self.schema), table.emit(results)?)?);
+                    }
+                }
+            }
+            let creation = std::mem::take(&mut self.creation);
+            self.ordered = Some(OrderedEmit { cursors: vec![0; batches.len()], batches, slot, creation, at: 0 });
+        }
+        if let Some(ordered) = self.ordered.as_mut() {
+            match ordered.next_batch(self.batch_size)? {
+                Some(batch) => self.pending.push_back(batch),
+                None => {
+                    self.ordered = Some(OrderedEmit::default());
+                    self.tables.resize(self.resident_bytes());
+                }
+            }
+            if !self.pending.is_empty() {
+                return Ok(true);
+            }
         }
         while self.next_part < self.parts.len() {
             let p = self.next_part;
@@ -476,6 +589,7 @@ impl RadixAggregateStream {
         self.done = true;
         self.pending.clear();
         self.replay = None;
+        self.ordered = None;
         self.parts.clear();
         self.single = None;
         self.tables.free();

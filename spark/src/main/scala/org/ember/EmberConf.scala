@@ -172,6 +172,14 @@ object EmberConf {
     "Groups the native merging aggregate holds in one hash table before it splits into partitions."
   )
 
+  val AGG_RADIX_FIRST_SEEN_ORDER: Entry[Boolean] = bool(
+    "spark.ember.aggregate.radix.firstSeenOrder.enabled",
+    default = false,
+    "Past `minGroups`, emit the native merging aggregate's groups in the order it first met them (as Spark's " +
+      "hash aggregate does while it does not spill) instead of partition by partition; costs one gather of the " +
+      "output. Only results that depend on an aggregate's unspecified output order can tell the difference."
+  )
+
   val AGG_NATIVE_SIDES: Entry[String] = string(
     "spark.ember.aggregate.nativeSides",
     default = "both",

@@ -234,6 +234,12 @@ class EmberAggregateSuite extends EmberQueryTest {
       val ffs =
         Seq(first("i32"), last("dt"), first("i64", ignoreNulls = true), last("dec", ignoreNulls = true))
       checkSparkAnswerAndNative(ordered.groupBy((col("id") % 700).as("g")).agg(ffs.head, ffs.tail: _*), agg)
+      withSQLConf("spark.ember.aggregate.radix.firstSeenOrder.enabled" -> "true") {
+        val fs = allFunctions(data).filterNot(_.toString.contains("sum_i64"))
+        val df =
+          checkSparkAnswerAndNative(data.groupBy((col("id") % 1000).as("g")).agg(fs.head, fs.tail: _*), agg)
+        assert(metric(df, "radix_partitions") > 0, "split, groups emitted in first-seen order")
+      }
       withSQLConf("spark.ember.aggregate.radix.enabled" -> "false") {
         val off = checkSparkAnswerAndNative(data.groupBy("id").agg(count(lit(1)), max("i64")), agg)
         assert(metric(off, "radix_partitions") == 0, "switched off: one table")

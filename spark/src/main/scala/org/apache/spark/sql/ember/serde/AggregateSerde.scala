@@ -192,7 +192,12 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
         m != proto.AggregateMode.AGGREGATE_MODE_PARTIAL && groupingAttrs.nonEmpty &&
         EmberConf.AGG_RADIX_ENABLED.get(conf)
       )
-        b.setRadix(proto.RadixMerge.newBuilder().setMinGroups(EmberConf.AGG_RADIX_MIN_GROUPS.get(conf)))
+        b.setRadix(
+          proto.RadixMerge
+            .newBuilder()
+            .setMinGroups(EmberConf.AGG_RADIX_MIN_GROUPS.get(conf))
+            .setFirstSeenOrder(EmberConf.AGG_RADIX_FIRST_SEEN_ORDER.get(conf))
+        )
       op(_.setAggregate(b))
     }
   }
