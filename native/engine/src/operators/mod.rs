@@ -17,3 +17,13 @@ pub use radix_aggregate::RadixAggregateExec;
 pub use shuffle_reader::ShuffleBlockReader;
 pub use shuffle_writer::ShuffleWriterExec;
 pub use spilling_hash_join::SpillingHashJoinExec;
+
+/// `batch` as zero-copy slices of at most `batch_size` rows: how an operator that emits a whole table at once
+/// hands it downstream in the session's batch size.
+pub(crate) fn batch_slices(
+    batch: &arrow::array::RecordBatch,
+    batch_size: usize,
+) -> impl Iterator<Item = arrow::array::RecordBatch> + '_ {
+    let size = batch_size.max(1);
+    (0..batch.num_rows()).step_by(size).map(move |offset| batch.slice(offset, size.min(batch.num_rows() - offset)))
+}

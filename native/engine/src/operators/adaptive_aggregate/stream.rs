@@ -22,6 +22,7 @@ use futures::{Stream, StreamExt};
 use super::exec::AdaptiveAggregateMetrics;
 use super::gate::{Decision, Gate, GateConfig, Mode};
 use super::sketch::hash_keys;
+use crate::operators::batch_slices;
 
 pub(super) struct AdaptiveAggregateStream {
     schema: SchemaRef,
@@ -207,12 +208,7 @@ impl AdaptiveAggregateStream {
         self.metrics.actual_groups.add(groups);
         self.metrics.estimated_groups.add(estimate.round() as usize);
         let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
-        let mut offset = 0;
-        while offset < groups {
-            let len = self.batch_size.min(groups - offset);
-            self.pending.push_back(batch.slice(offset, len));
-            offset += len;
-        }
+        self.pending.extend(batch_slices(&batch, self.batch_size));
         // The emitted batch is handed downstream; what stays is the emptied table.
         self.reservation.resize(self.state_bytes());
         Ok(())

@@ -27,6 +27,7 @@ use datafusion_physical_plan::spill::SpillManager;
 use futures::{Stream, StreamExt};
 
 use crate::operators::adaptive_aggregate::create_group_accumulator;
+use crate::operators::batch_slices;
 use crate::operators::spill::{read_compacted, CoalescingWriter};
 
 /// Partition hash of a split level: seeded unlike the sub-tables' own hashing, whose top bits hashbrown keeps as
@@ -175,10 +176,6 @@ pub(super) struct RadixAggregateStream {
     group_schema: SchemaRef,
     keys: usize,
     states: Vec<Range<usize>>,
-    min_groups: usize,
-    first_seen_order: bool,
-    fanout_bits: u32,
-    flush_rows: usize,
     batch_size: usize,
     context: Arc<TaskContext>,
     /// Before the split.
@@ -262,10 +259,6 @@ impl RadixAggregateStream {
             group_schema,
             keys,
             states,
-            min_groups: config.min_groups,
-            first_seen_order: config.first_seen_order,
-            fanout_bits: config.fanout_bits,
-            flush_rows: config.flush_rows,
             config,
             partition,
             level,
@@ -307,7 +300,7 @@ impl RadixAggregateStream {
         }
         if let Some(t) = self.single.as_mut() {
             t.merge(batch.columns(), self.keys, &self.states, &mut self.group_ids)?;
-            if t.groups() > self.min_groups {
+            if t.groups() > self.config.min_groups {
                 return self.split();
             }
             return self.fit();
@@ -316,7 +309,7 @@ impl RadixAggregateStream {
         self.buffered_rows += batch.num_rows();
         self.buffered_bytes += get_record_batch_memory_size(&batch);
         self.buffer.push(batch);
-        if self.buffered_rows >= self.flush_rows || self.tables.try_resize(self.resident_bytes()).is_err() {
+        if self.buffered_rows >= self.config.flush_rows || self.tables.try_resize(self.resident_bytes()).is_err() {
             self.flush()?;
         }
         Ok(())
@@ -329,7 +322,7 @@ impl RadixAggregateStream {
             0 => RecordBatch::new_empty(Arc::clone(&self.rows_schema)),
             _ => RecordBatch::try_new(Arc::clone(&self.rows_schema), table.emit(false)?)?,
         };
-        let fanout = 1usize << self.fanout_bits;
+        let fanout = 1usize << self.config.fanout_bits;
         self.parts = (0..fanout)
             .map(|_| Table::new(&self.group_schema, &self.aggr_expr).map(Part::Resident))
             .collect::<Result<_>>()?;
@@ -347,7 +340,7 @@ impl RadixAggregateStream {
         self.buffered_bytes = 0;
         if !batches.is_empty() {
             let fanout = self.parts.len();
-            let shift = 64 - self.fanout_bits;
+            let shift = 64 - self.config.fanout_bits;
             let mut part_of: Vec<u16> = Vec::with_capacity(total);
             let mut counts = vec![0usize; fanout];
             for b in &batches {
@@ -383,7 +376,7 @@ impl RadixAggregateStream {
             };
             let ordered = take_record_batch(&all, &UInt32Array::from_iter_values(indices.iter().copied()))?;
             drop(all);
-            let track = self.first_seen_order;
+            let track = self.config.first_seen_order;
             if track {
                 self.created_at.clear();
                 self.created_at.resize(total, NO_GROUP);
@@ -498,7 +491,7 @@ impl RadixAggregateStream {
         }
         // Resident partitions first, so that their memory is free before any spilled one is merged: one by one,
         // or all together in first-seen order.
-        if !self.first_seen_order {
+        if !self.config.first_seen_order {
             if let Some(p) = self.parts.iter().position(|p| matches!(p, Part::Resident(_))) {
                 if let Part::Resident(table) = std::mem::replace(&mut self.parts[p], Part::Emitted) {
                     if table.groups() > 0 {
@@ -576,12 +569,7 @@ impl RadixAggregateStream {
     /// Output columns → `batch_size` batches of the output schema.
     fn queue(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            let len = self.batch_size.min(batch.num_rows() - offset);
-            self.pending.push_back(batch.slice(offset, len));
-            offset += len;
-        }
+        self.pending.extend(batch_slices(&batch, self.batch_size));
         Ok(())
     }
 
