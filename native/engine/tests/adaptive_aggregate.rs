@@ -7,60 +7,26 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::reader;
-use datafusion_common::{Result, ScalarValue};
-use datafusion_execution::config::SessionConfig;
-use datafusion_execution::memory_pool::GreedyMemoryPool;
-use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+use common::{agg, assert_same_rows, reader, run, source, task_ctx};
 use datafusion_execution::TaskContext;
 use datafusion_functions_aggregate::average::avg_udaf;
 use datafusion_functions_aggregate::count::count_udaf;
 use datafusion_functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
 use datafusion_functions_aggregate::min_max::{max_udaf, min_udaf};
 use datafusion_functions_aggregate::sum::sum_udaf;
-use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
+use datafusion_physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion_physical_expr::expressions::{cast, col, lit, Column};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
-use datafusion_physical_plan::{collect, ExecutionPlan};
+use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
-use ember_engine::operators::InputExec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 type Groups = Vec<(Arc<dyn PhysicalExpr>, String)>;
 
-fn source(batches: &[RecordBatch], schema: &SchemaRef) -> Arc<dyn ExecutionPlan> {
-    Arc::new(InputExec::new(0, schema.clone(), reader(batches.to_vec(), schema.clone())))
-}
-
 fn ctx(batch_size: usize, pool_bytes: Option<usize>) -> Arc<TaskContext> {
-    let mut rt = RuntimeEnvBuilder::new();
-    if let Some(b) = pool_bytes {
-        rt = rt.with_memory_pool(Arc::new(GreedyMemoryPool::new(b)));
-    }
-    Arc::new(
-        TaskContext::default()
-            .with_session_config(SessionConfig::new().with_batch_size(batch_size))
-            .with_runtime(rt.build_arc().unwrap()),
-    )
-}
-
-fn agg(
-    f: Arc<datafusion_expr::AggregateUDF>,
-    args: Vec<Arc<dyn PhysicalExpr>>,
-    schema: &SchemaRef,
-    name: &str,
-    ignore_nulls: bool,
-) -> Arc<AggregateFunctionExpr> {
-    Arc::new(
-        AggregateExprBuilder::new(f, args)
-            .schema(schema.clone())
-            .alias(name)
-            .with_ignore_nulls(ignore_nulls)
-            .build()
-            .unwrap(),
-    )
+    task_ctx(batch_size, pool_bytes, None)
 }
 
 /// The functions of the issue: count(*), count(x), sum, min, max, avg, first/last with and without ignoreNulls.
@@ -124,39 +90,6 @@ fn df_partial(
         )
         .unwrap(),
     )
-}
-
-fn rows_as_strings(batches: &[RecordBatch]) -> Vec<String> {
-    let mut out = vec![];
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let cells: Vec<String> =
-                b.columns().iter().map(|c| format!("{:?}", ScalarValue::try_from_array(c, r).unwrap())).collect();
-            out.push(cells.join("|"));
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Sorted row-by-row equality; on a mismatch, reports the counts and the first differing row only.
-fn assert_same_rows(actual: &[RecordBatch], expected: &[RecordBatch], what: &str) {
-    let (a, e) = (rows_as_strings(actual), rows_as_strings(expected));
-    if a != e {
-        let i = a.iter().zip(&e).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
-        panic!(
-            "{what}: {} rows vs {} expected; first difference at sorted row {i}:\n  got      {:?}\n  expected {:?}",
-            a.len(),
-            e.len(),
-            a.get(i),
-            e.get(i)
-        );
-    }
-}
-
-fn run(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(collect(plan, ctx))
 }
 
 fn random_batches(n_batches: usize, rows: usize, key_space: i64, seed: u64) -> (SchemaRef, Vec<RecordBatch>) {

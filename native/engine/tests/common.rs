@@ -1,11 +1,22 @@
 //! Builders for proto plans and in-memory inputs, shared by the engine's integration tests.
 #![allow(dead_code)]
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatchIterator;
+use datafusion_common::{Result, ScalarValue};
+use datafusion_execution::config::SessionConfig;
+use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion_execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+use datafusion_execution::TaskContext;
+use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
+use datafusion_physical_expr::PhysicalExpr;
+use datafusion_physical_plan::{collect, ExecutionPlan};
 use ember_engine::operators::input::BatchReader;
+use ember_engine::operators::InputExec;
 use ember_engine::proto as pb;
 
 pub fn pb_type(dt: &DataType) -> pb::DataType {
@@ -94,4 +105,104 @@ pub fn reader(batches: Vec<RecordBatch>, schema: SchemaRef) -> BatchReader {
 
 pub fn arc<T>(t: T) -> Arc<T> {
     Arc::new(t)
+}
+
+/// A leaf plan over in-memory batches.
+pub fn source(batches: &[RecordBatch], schema: &SchemaRef) -> Arc<dyn ExecutionPlan> {
+    Arc::new(InputExec::new(0, schema.clone(), reader(batches.to_vec(), schema.clone())))
+}
+
+/// A task context: `batch_size`, optionally a greedy pool of `pool_bytes` (tracking its top consumers, for
+/// readable refusals) and spill files under `spill_dir`.
+pub fn task_ctx(batch_size: usize, pool_bytes: Option<usize>, spill_dir: Option<&Path>) -> Arc<TaskContext> {
+    let mut rt = RuntimeEnvBuilder::new();
+    if let Some(b) = pool_bytes {
+        rt = rt.with_memory_pool(Arc::new(TrackConsumersPool::new(
+            GreedyMemoryPool::new(b),
+            std::num::NonZeroUsize::new(5).unwrap(),
+        )));
+    }
+    if let Some(d) = spill_dir {
+        rt = rt.with_disk_manager_builder(
+            DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![d.into()])),
+        );
+    }
+    Arc::new(
+        TaskContext::default()
+            .with_session_config(SessionConfig::new().with_batch_size(batch_size))
+            .with_runtime(rt.build_arc().unwrap()),
+    )
+}
+
+/// An aggregate function over `schema`, named `name`.
+pub fn agg(
+    f: Arc<datafusion_expr::AggregateUDF>,
+    args: Vec<Arc<dyn PhysicalExpr>>,
+    schema: &SchemaRef,
+    name: &str,
+    ignore_nulls: bool,
+) -> Arc<AggregateFunctionExpr> {
+    Arc::new(
+        AggregateExprBuilder::new(f, args)
+            .schema(schema.clone())
+            .alias(name)
+            .with_ignore_nulls(ignore_nulls)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Every row as one string of its cells' `ScalarValue`s, in output order.
+pub fn rows_in_order(batches: &[RecordBatch]) -> Vec<String> {
+    let mut out = vec![];
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let cells: Vec<String> =
+                b.columns().iter().map(|c| format!("{:?}", ScalarValue::try_from_array(c, r).unwrap())).collect();
+            out.push(cells.join("|"));
+        }
+    }
+    out
+}
+
+/// The same, sorted: for comparing row sets.
+pub fn rows_as_strings(batches: &[RecordBatch]) -> Vec<String> {
+    let mut out = rows_in_order(batches);
+    out.sort();
+    out
+}
+
+/// Sorted row-by-row equality; on a mismatch, reports the counts and the first differing row only.
+pub fn assert_same_rows(actual: &[RecordBatch], expected: &[RecordBatch], what: &str) {
+    let (a, e) = (rows_as_strings(actual), rows_as_strings(expected));
+    if a != e {
+        let i = a.iter().zip(&e).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
+        panic!(
+            "{what}: {} rows vs {} expected; first difference at sorted row {i}:\n  got      {:?}\n  expected {:?}",
+            a.len(),
+            e.len(),
+            a.get(i),
+            e.get(i)
+        );
+    }
+}
+
+/// Runs a plan to the end on a current-thread runtime.
+pub fn run(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(collect(plan, ctx))
+}
+
+/// Files anywhere under `dir` (spill files left behind).
+pub fn files_under(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            n += files_under(&e.path());
+        } else {
+            n += 1;
+        }
+    }
+    n
 }

@@ -3,77 +3,28 @@
 //! files deleted, also when the stream is dropped half-way.
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::reader;
-use datafusion_common::{Result, ScalarValue};
-use datafusion_execution::config::SessionConfig;
-use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion_execution::memory_pool::GreedyMemoryPool;
-use datafusion_execution::runtime_env::RuntimeEnvBuilder;
-use datafusion_execution::TaskContext;
+use common::{agg, assert_same_rows, files_under, rows_in_order, run, source, task_ctx as ctx};
 use datafusion_functions_aggregate::average::avg_udaf;
 use datafusion_functions_aggregate::count::count_udaf;
 use datafusion_functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
 use datafusion_functions_aggregate::min_max::{max_udaf, min_udaf};
 use datafusion_functions_aggregate::sum::sum_udaf;
-use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
+use datafusion_physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion_physical_expr::expressions::{cast, col, lit, Column};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
-use datafusion_physical_plan::{collect, ExecutionPlan};
+use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
 use ember_engine::operators::radix_aggregate::{RadixAggregateExec, RadixConfig};
-use ember_engine::operators::InputExec;
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 type Groups = Vec<(Arc<dyn PhysicalExpr>, String)>;
-
-fn source(batches: &[RecordBatch], schema: &SchemaRef) -> Arc<dyn ExecutionPlan> {
-    Arc::new(InputExec::new(0, schema.clone(), reader(batches.to_vec(), schema.clone())))
-}
-
-fn ctx(batch_size: usize, pool_bytes: Option<usize>, spill_dir: Option<&Path>) -> Arc<TaskContext> {
-    let mut rt = RuntimeEnvBuilder::new();
-    if let Some(b) = pool_bytes {
-        rt = rt.with_memory_pool(Arc::new(datafusion_execution::memory_pool::TrackConsumersPool::new(
-            GreedyMemoryPool::new(b),
-            std::num::NonZeroUsize::new(5).unwrap(),
-        )));
-    }
-    if let Some(d) = spill_dir {
-        rt = rt.with_disk_manager_builder(
-            DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![d.into()])),
-        );
-    }
-    Arc::new(
-        TaskContext::default()
-            .with_session_config(SessionConfig::new().with_batch_size(batch_size))
-            .with_runtime(rt.build_arc().unwrap()),
-    )
-}
-
-fn agg(
-    f: Arc<datafusion_expr::AggregateUDF>,
-    args: Vec<Arc<dyn PhysicalExpr>>,
-    schema: &SchemaRef,
-    name: &str,
-    ignore_nulls: bool,
-) -> Arc<AggregateFunctionExpr> {
-    Arc::new(
-        AggregateExprBuilder::new(f, args)
-            .schema(schema.clone())
-            .alias(name)
-            .with_ignore_nulls(ignore_nulls)
-            .build()
-            .unwrap(),
-    )
-}
 
 /// count(*), count, sum, min, max, avg (a double sum: merge order shows in the last bits), first/last with and
 /// without ignoring nulls (arrival order shows).
@@ -137,56 +88,6 @@ fn random_batches(n_batches: usize, rows: usize, key_space: i64, seed: u64) -> (
         })
         .collect();
     (schema, batches)
-}
-
-fn rows_as_strings(batches: &[RecordBatch]) -> Vec<String> {
-    let mut out = rows_in_order(batches);
-    out.sort();
-    out
-}
-
-fn rows_in_order(batches: &[RecordBatch]) -> Vec<String> {
-    let mut out = vec![];
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let cells: Vec<String> =
-                b.columns().iter().map(|c| format!("{:?}", ScalarValue::try_from_array(c, r).unwrap())).collect();
-            out.push(cells.join("|"));
-        }
-    }
-    out
-}
-
-fn assert_same_rows(actual: &[RecordBatch], expected: &[RecordBatch], what: &str) {
-    let (a, e) = (rows_as_strings(actual), rows_as_strings(expected));
-    if a != e {
-        let i = a.iter().zip(&e).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
-        panic!(
-            "{what}: {} rows vs {} expected; first difference at sorted row {i}:\n  got      {:?}\n  expected {:?}",
-            a.len(),
-            e.len(),
-            a.get(i),
-            e.get(i)
-        );
-    }
-}
-
-fn run(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(collect(plan, ctx))
-}
-
-fn files_under(dir: &Path) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            n += files_under(&e.path());
-        } else {
-            n += 1;
-        }
-    }
-    n
 }
 
 /// Partial states of random rows, one state per row (so a group's states arrive spread over the input, in an

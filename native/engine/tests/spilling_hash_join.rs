@@ -3,7 +3,6 @@
 //! files; under a fake of Spark's memory manager. Also: files and reservations after completion, drop and error.
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray};
@@ -30,6 +29,8 @@ use ember_engine::proto as pb;
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use common::files_under;
 
 const BATCH: usize = 256;
 
@@ -183,19 +184,6 @@ fn env_with_batch_size(budget: usize, compression: SpillCompression, batch_size:
     let session = SessionConfig::new().with_batch_size(batch_size).with_spill_compression(compression);
     let ctx = Arc::new(TaskContext::default().with_session_config(session).with_runtime(runtime));
     Env { ctx, pool, broker, dir }
-}
-
-fn files_under(dir: &Path) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            n += files_under(&e.path());
-        } else {
-            n += 1;
-        }
-    }
-    n
 }
 
 #[derive(Default, Debug)]
