@@ -9,6 +9,7 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
+use ember_engine::operators::parquet_scan::{ParquetScanReader, ParquetSplit};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
 use ember_engine::unsafe_row::UnsafeRowReader;
@@ -167,7 +168,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
 /// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
 /// not null, an object whose `byte[] nextRows()` returns the Spark child's next `UnsafeRow`s (null at the end),
 /// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
-/// `spark.range` generated here. Returns the plan handle.
+/// `spark.range` generated here, a `ParquetSource` the task's Parquet file splits, read here. Returns the plan handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
@@ -211,6 +212,31 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let source = env.new_global_ref(&source)?;
                     let reader = RangeReader::new(schema, first, step, count, batch_size, move || check_alive(&source))
                         .map_err(|e| BridgeError::Invalid(e.to_string()))?;
+                    inputs.push(Box::new(reader));
+                    continue;
+                }
+                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ParquetSource"))? {
+                    // A Parquet scan's file splits, read here.
+                    let task = env.call_method(&source, jni_str!("task"), jni_sig!("()[B"), &[])?;
+                    let task = JByteArray::cast_local(env, task.l()?)?;
+                    let task = env.convert_byte_array(&task)?;
+                    let task = ember_engine::proto::ParquetScanTask::decode(task.as_slice())
+                        .map_err(|e| BridgeError::Invalid(format!("undecodable Parquet scan task: {e}")))?;
+                    let splits = task
+                        .splits
+                        .into_iter()
+                        .map(|s| ParquetSplit { path: s.path, start: s.start, length: s.length })
+                        .collect();
+                    let source = env.new_global_ref(&source)?;
+                    let reader = ParquetScanReader::new(
+                        schema,
+                        task.columns,
+                        task.case_sensitive,
+                        splits,
+                        batch_size,
+                        move || check_alive(&source),
+                    )
+                    .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
                     continue;
                 }
@@ -265,7 +291,7 @@ fn call_source<T>(
         .map_err(|e| DataFusionError::External(format!("{what}: {e}").into()))
 }
 
-/// Asks a `RangeSource` whether its task goes on (`checkKilled` throws when the task was killed).
+/// Asks a `RangeSource` or `ParquetSource` whether its task goes on (`checkKilled` throws when the task was killed).
 fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<()> {
     call_source("range input stopped", |env| {
         env.call_method(source, jni_str!("checkKilled"), jni_sig!("()V"), &[]).map(|_| ())

@@ -2,6 +2,7 @@
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
 pub mod adaptive_aggregate;
 pub mod input;
+pub mod parquet_scan;
 pub mod prefix_window;
 pub mod radix_aggregate;
 pub mod range_source;

@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedEx
 import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.ember.serde.{QueryContexts, TypeSerde}
 import org.apache.spark.sql.execution.{
+  FileSourceScanExec,
   OrderPreservingUnaryExecNode,
   PartitioningPreservingUnaryExecNode,
   RangeExec,
@@ -68,10 +69,19 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     }
     proto.Operator.newBuilder().setInput(proto.Input.newBuilder().setSchema(schema)).build()
   }
-  // Filled on the JVM side (RangeSlices), not by the native operator.
+  // Filled on the JVM side (RangeSlices, NativeParquetScan), not by the native operator.
   override protected def operatorMetrics: Map[String, SQLMetric] = Map(
-    "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range")
+    "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range"),
+    "parquetSplits" -> SQLMetrics.createMetric(sparkContext, "Parquet file splits read natively")
   )
+  override def simpleString(maxFields: Int): String = child match {
+    case scan: FileSourceScanExec =>
+      NativeParquetScan.unsupported(scan) match {
+        case None => s"$nodeName (Parquet read natively)"
+        case Some(why) => s"$nodeName (file scan read by Spark: $why)"
+      }
+    case _ => nodeName
+  }
   override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)
 }
 
@@ -218,6 +228,8 @@ object EmberBlock {
       in.child match {
         case r: RangeExec if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
         case WholeStageCodegenExec(r: RangeExec) if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
+        case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
+          NativeParquetScan.rdd(scan, in.metrics("parquetSplits"))
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.

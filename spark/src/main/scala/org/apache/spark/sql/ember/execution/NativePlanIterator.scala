@@ -46,6 +46,7 @@ class NativePlanIterator(
     case (InputIterator.Rows(rows), schema) if nativeRowInput => new UnsafeRowSource(rows, schema, batchSize)
     case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
     case (InputIterator.Range(slice), _) => slice
+    case (InputIterator.Parquet(source), _) => source
     case _ => null
   }
   private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {

@@ -24,6 +24,9 @@ object InputIterator {
   /** A slice of `spark.range`, generated natively. */
   final case class Range(slice: RangeSource) extends InputIterator
 
+  /** Parquet file splits, read natively. */
+  final case class Parquet(source: ParquetSource) extends InputIterator
+
   def rows(it: Iterator[InternalRow]): InputIterator = Rows(it)
   def columnar(it: Iterator[ColumnarBatch]): InputIterator = Columnar(it)
 }

@@ -1,0 +1,151 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.SparkException
+import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types._
+
+/**
+ * The native Parquet scan (`spark.ember.exec.parquetScan.enabled`): rows identical to Spark's vectorized reader
+ * over random data with nulls and extremes, split files, several codecs, column selection by name, schema
+ * evolution; scans it does not take stay Spark's, and say why.
+ */
+class EmberParquetScanSuite extends EmberQueryTest {
+
+  private def splitsRead(df: DataFrame): Long =
+    nativeNodes(df).collect { case i: EmberInputExec => i.metrics("parquetSplits").value }.sum
+
+  private def inputs(df: DataFrame): Seq[EmberInputExec] = nativeNodes(df).collect { case i: EmberInputExec =>
+    i
+  }
+
+  // Every non-temporal column of DataGen's table.
+  private val readable = DataGen.schema.fieldNames.filterNot(Set("dt", "ts", "ntz")).toSeq
+
+  private def write(path: String, rows: Int, codec: String, files: Int = 3): Unit =
+    DataGen
+      .table(spark, rows, partitions = files)
+      .select(readable.map(col): _*)
+      .write
+      .option("compression", codec)
+      .option("parquet.block.size", 16 * 1024) // many row groups, so that splits fall between them
+      .parquet(path)
+
+  test("every readable type, split files, every codec: Spark's rows, read natively") {
+    for (codec <- Seq("snappy", "gzip", "zstd", "lz4", "lz4_raw", "uncompressed")) {
+      withTempPath { dir =>
+        val path = dir.getCanonicalPath
+        write(path, 3000, codec)
+        // Small splits: each file is read as several byte ranges, by different tasks.
+        withSQLConf("spark.sql.files.maxPartitionBytes" -> "8192", "spark.sql.files.openCostInBytes" -> "0") {
+          val df = checkSparkAnswerAndNative(
+            spark.read.parquet(path).where(col("i32").isNull || col("i32") =!= 7),
+            Seq(cls[EmberFilterExec])
+          )
+          assert(splitsRead(df) > 3, s"$codec: files were not split: ${splitsRead(df)}")
+          assert(inputs(df).forall(_.simpleString(10).contains("Parquet read natively")))
+        }
+        // Column subsets in another order, and count(*) (no columns at all).
+        checkSparkAnswerAndNative(
+          spark.read.parquet(path).select(col("s"), col("dec38"), col("id") * 2),
+          Seq(cls[EmberProjectExec])
+        )
+        checkSparkAnswerAndNative(
+          spark.read.parquet(path).groupBy().count(),
+          Seq(cls[EmberHashAggregateExec])
+        )
+      }
+    }
+  }
+
+  test("columns by name: case-insensitive by default, missing columns, widened types") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      spark
+        .range(0, 500, 1, 2)
+        .select(col("id").as("Id"), (col("id") % 9).cast("int").as("Small"), col("id").cast("string").as("s"))
+        .write
+        .parquet(path)
+      // A user schema that asks for other cases, a wider type and a column no file has.
+      val schema = StructType(
+        Seq(
+          StructField("ID", LongType),
+          StructField("small", LongType),
+          StructField("extra", DoubleType),
+          StructField("S", StringType)
+        )
+      )
+      val df = checkSparkAnswerAndNative(
+        spark.read.schema(schema).parquet(path).where(col("ID") % 3 =!= 0),
+        Seq(cls[EmberFilterExec])
+      )
+      assert(splitsRead(df) > 0)
+      withSQLConf("spark.sql.caseSensitive" -> "true") {
+        val df = checkSparkAnswerAndNative(
+          spark.read.schema(schema).parquet(path).where(col("small").isNull),
+          Seq(cls[EmberFilterExec])
+        )
+        assert(df.count() == 500 && splitsRead(df) > 0)
+      }
+    }
+  }
+
+  test("empty files and empty tables") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      spark.range(0).select(col("id"), col("id").cast("string").as("s")).write.parquet(path)
+      checkSparkAnswerAndNative(spark.read.parquet(path).where(col("id") > 0), Seq(cls[EmberFilterExec]))
+    }
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      // Two files with rows, the rest empty (one file per partition of a mostly empty range).
+      spark.range(0, 3, 1, 8).select(col("id"), col("id").cast("string").as("s")).write.parquet(path)
+      checkSparkAnswerAndNative(spark.read.parquet(path).where(col("id") >= 0), Seq(cls[EmberFilterExec]))
+    }
+  }
+
+  test("a type the file cannot widen to fails the task with the column and file named") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      spark.range(0, 10).select(col("id")).write.parquet(path)
+      val schema = StructType(Seq(StructField("id", IntegerType)))
+      val err = intercept[SparkException] {
+        withEmber(enabled = true)(spark.read.schema(schema).parquet(path).where(col("id") > 1).collect())
+      }
+      assert(err.getMessage.contains("Column: [id]"), err.getMessage)
+      assertNoNativeMemoryHeld()
+    }
+  }
+
+  test("scans it does not take stay Spark's and say why") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      DataGen.table(spark, 300).write.partitionBy("b").parquet(path)
+      def reason(df: DataFrame) = inputs(df).map(_.simpleString(10)).mkString("; ")
+      // Dates and timestamps (calendar rebasing), and partition columns.
+      val dated = checkSparkAnswerAndNative(
+        spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("dt"), col("ts"), col("b")),
+        Seq(cls[EmberFilterExec])
+      )
+      assert(reason(dated).contains("file scan read by Spark: partition columns"), reason(dated))
+      assert(splitsRead(dated) == 0)
+      withSQLConf("spark.ember.exec.parquetScan.enabled" -> "false") {
+        val off = checkSparkAnswerAndNative(
+          spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("s")),
+          Seq(cls[EmberFilterExec])
+        )
+        assert(splitsRead(off) == 0 && reason(off).contains("parquetScan.enabled is false"), reason(off))
+      }
+    }
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      DataGen.table(spark, 300).write.parquet(path)
+      val dated = checkSparkAnswerAndNative(
+        spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("dt")),
+        Seq(cls[EmberFilterExec])
+      )
+      assert(inputs(dated).map(_.simpleString(10)).exists(_.contains("dt: date is read by Spark")))
+    }
+  }
+}
