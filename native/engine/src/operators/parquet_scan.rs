@@ -264,6 +264,9 @@ fn exact_widening(from: &DataType, to: &DataType) -> bool {
         (Int8 | Int16 | Int32, Float64) | (Float32, Float64) => true,
         (Decimal32(p1, s1) | Decimal64(p1, s1) | Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p1 <= p2,
         (LargeUtf8 | Utf8View, Utf8) | (LargeBinary | BinaryView, Binary) => true,
+        // BYTE_ARRAY either way: a UTF8-annotated column read as BINARY, or an unannotated one as STRING (as
+        // Spark's binaryAsString does; invalid UTF-8 fails the task there).
+        (Utf8, Binary) | (Binary, Utf8) => true,
         _ => false,
     }
 }
@@ -387,6 +390,9 @@ mod tests {
         // No columns at all (count(*)): row counts only.
         let none = read(vec![], &[], false, split.clone(), 1000).unwrap();
         assert_eq!(none.iter().map(|b| b.num_rows()).sum::<usize>(), 1000);
+        // A string column read as BINARY.
+        let bin = read(vec![Field::new("c0", DataType::Binary, true)], &["s"], false, split.clone(), 1000).unwrap();
+        assert_eq!(bin[0].column(0).as_binary::<i32>().value(3), b"row 3");
         // A narrowing is refused with the column and file named.
         let err = read(vec![Field::new("c0", DataType::Int32, true)], &["id"], false, split, 1000).unwrap_err();
         assert!(err.to_string().contains("Column: [id]"), "{err}");
