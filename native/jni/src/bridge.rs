@@ -293,7 +293,7 @@ fn call_source<T>(
 
 /// Asks a `RangeSource` or `ParquetSource` whether its task goes on (`checkKilled` throws when the task was killed).
 fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<()> {
-    call_source("range input stopped", |env| {
+    call_source("native input stopped", |env| {
         env.call_method(source, jni_str!("checkKilled"), jni_sig!("()V"), &[]).map(|_| ())
     })
 }

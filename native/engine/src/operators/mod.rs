@@ -28,3 +28,17 @@ pub(crate) fn batch_slices(
     let size = batch_size.max(1);
     (0..batch.num_rows()).step_by(size).map(move |offset| batch.slice(offset, size.min(batch.num_rows() - offset)))
 }
+
+/// A task-liveness check for the readers' tests: alive for `calls` calls, killed from then on.
+#[cfg(test)]
+pub(crate) fn killed_after(calls: usize) -> impl FnMut() -> datafusion_common::Result<()> {
+    let mut made = 0;
+    move || {
+        made += 1;
+        if made > calls {
+            Err(datafusion_common::DataFusionError::Execution("task killed".into()))
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -427,17 +427,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (path, size) = write_file(dir.path(), 1000, 1000);
         let schema = Arc::new(Schema::new(vec![Field::new("c0", DataType::Int64, true)]));
-        let mut calls = 0;
         let split = vec![ParquetSplit { path, start: 0, length: size }];
-        let reader = ParquetScanReader::new(schema, vec!["id".into()], false, split, 100, || {
-            calls += 1;
-            if calls > 2 {
-                Err(datafusion_common::DataFusionError::Execution("task killed".into()))
-            } else {
-                Ok(())
-            }
-        })
-        .unwrap();
+        let killed = crate::operators::killed_after(2);
+        let reader = ParquetScanReader::new(schema, vec!["id".into()], false, split, 100, killed).unwrap();
         let got: Vec<_> = reader.collect();
         assert_eq!(got.len(), 3);
         assert!(got[2].as_ref().unwrap_err().to_string().contains("task killed"));

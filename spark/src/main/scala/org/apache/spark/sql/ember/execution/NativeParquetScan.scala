@@ -16,9 +16,7 @@ import org.ember.proto
  * One task's Parquet file splits, read natively ([[NativeParquetScan]]): the engine takes `task` (a
  * `ParquetScanTask` proto) and calls [[checkKilled]] before every batch, so a cancelled task stops.
  */
-final class ParquetSource(val task: Array[Byte]) extends NativeInputSource {
-  def checkKilled(): Unit = call(())
-}
+final class ParquetSource(val task: Array[Byte]) extends NativeInputSource
 
 /**
  * A Parquet `FileSourceScanExec` read by a native block: each task's `FilePartition` (Spark's own: the same
@@ -84,13 +82,13 @@ object NativeParquetScan {
             .setLength(f.length)
         )
       }
-      task.build().toByteArray
+      (task.build().toByteArray, p.files.length)
     }
     val sc = scan.session.sparkContext
     if (tasks.isEmpty) return sc.emptyRDD[InputIterator]
     sc.parallelize(tasks, tasks.size).mapPartitions { it =>
-      val task = it.next()
-      splitsRead += proto.ParquetScanTask.parseFrom(task).getSplitsCount
+      val (task, splits) = it.next()
+      splitsRead += splits
       Iterator(InputIterator.Parquet(new ParquetSource(task)))
     }
   }

@@ -302,6 +302,12 @@ abstract class NativeInputSource {
   @volatile var failure: Throwable = _
   private val context = TaskContext.get()
 
+  /**
+   * Throws when the task was killed: the engine calls it before every batch of an input it generates or reads
+   * itself (a range, Parquet files), where nothing else calls back into the JVM.
+   */
+  final def checkKilled(): Unit = call(())
+
   protected final def call[T](f: => T): T =
     try {
       if (context != null) context.killTaskIfInterrupted()

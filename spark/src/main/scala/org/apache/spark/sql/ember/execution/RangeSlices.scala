@@ -9,9 +9,7 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * thread; the engine calls [[checkKilled]] before every batch, so a cancelled task stops even when nothing
  * else in its plan returns to the JVM (a global aggregate over billions of rows).
  */
-final class RangeSource(val first: Long, val step: Long, val count: Long) extends NativeInputSource {
-  def checkKilled(): Unit = call(())
-}
+final class RangeSource(val first: Long, val step: Long, val count: Long) extends NativeInputSource
 
 /**
  * A `RangeExec` read by a native block: each task gets its slice as three numbers instead of `UnsafeRow`s.
