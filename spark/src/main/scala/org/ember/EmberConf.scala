@@ -92,8 +92,9 @@ object EmberConf {
     "spark.ember.window.prefixRewrite.enabled",
     default = false,
     "Optimizer rule for Spark's own window operator: rewrite the sliding integral SUMs of one window spec " +
-      "(ROWS BETWEEN n PRECEDING AND CURRENT ROW) into one running sum and count plus lag differences over the " +
-      "same spec (no new shuffle or sort). Applied only with spark.sql.ansi.enabled=false, where it is exact; " +
+      "(ROWS BETWEEN n PRECEDING AND CURRENT ROW) into one running aggregate that keeps recent prefix sums per " +
+      "measure (frames ending in FOLLOWING: running sums plus lag/lead differences), over the same spec (no new " +
+      "shuffle or sort). Applied only with spark.sql.ansi.enabled=false, where it is exact; " +
       "queries with ANSI on, float/decimal measures, DISTINCT, FILTER or non-literal bounds are left untouched."
   )
 

@@ -11,7 +11,15 @@ import org.ember.EmberConf
  * Prefix-difference rewrite of sliding integral sums, for Spark's own window operator
  * (`spark.ember.window.prefixRewrite.enabled`). Within one `Window` node (one partition / order spec), every
  * `sum(x) OVER (... ROWS BETWEEN a AND b)` with an integral `x`, literal bounds, no DISTINCT / FILTER and
- * LEGACY arithmetic becomes, with `S` the running sum of `coalesce(x, 0)` and `K` the running count of non-null
+ * LEGACY arithmetic is rewritten without a new exchange or sort.
+ *
+ * Frames ending at or before the current row (the rolling-horizon shape) all become one [[PrefixFrameSums]]
+ * over the running frame: one update per row keeps per-measure rings of prefix sums and counts, and each frame
+ * is two ring lookups; a `Project` reads its struct fields under the original expression ids. That path is used
+ * when Ember's native window is off (the native operator cannot run it, and evaluates the original sums better).
+ *
+ * Other frames (FOLLOWING ends, frames wider than the ring, or with the native window on) become, with `S` the
+ * running sum of `coalesce(x, 0)` and `K` the running count of non-null
  * `x` (ROWS UNBOUNDED PRECEDING .. CURRENT ROW), and `P(d)` the prefix `d` rows away from the current one:
  * {{{
  *   IF(K(b) = K(a - 1), NULL, S(b) - S(a - 1))
@@ -79,9 +87,24 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
     def agg(f: aggregate.AggregateFunction, s: WindowSpecDefinition, name: String) =
       Alias(WindowExpression(AggregateExpression(f, Complete, isDistinct = false), s), name)()
 
+    // Frames ending at or before the current row: one PrefixFrameSums over the running frame, unless Ember's
+    // native window will run this spec (it evaluates the original sums itself, and the lag form as well).
+    val nativeWindow = EmberConf.ENABLED.get(conf) && EmberConf.EXEC_WINDOW.get(conf)
+    val (folded, offsetBased) = candidates.partition(c =>
+      !nativeWindow && c.upper <= 0 && c.lower > -PrefixFrameSums.MaxRing &&
+        PrefixFrameSums.ringLength(c.lower) <= PrefixFrameSums.MaxRing
+    )
+    val foldedMeasures = folded.map(_.sum.child).distinctBy(_.canonicalized)
+    val frameSums = Option.when(folded.nonEmpty) {
+      val frames = folded.map { c =>
+        PrefixFrameSums.Frame(foldedMeasures.indexWhere(_.semanticEquals(c.sum.child)), c.lower, c.upper)
+      }
+      agg(PrefixFrameSums(foldedMeasures, frames), running, "_ember_frame_sums")
+    }
+
     // One running sum and count per measure (and its partition totals when some frame ends past a row).
     final case class Measure(sum: Alias, count: Alias, total: Option[(Alias, Alias)])
-    val byMeasure = candidates.groupBy(_.sum.child.canonicalized).values.toSeq.map(cs => (cs.head.sum, cs))
+    val byMeasure = offsetBased.groupBy(_.sum.child.canonicalized).values.toSeq.map(cs => (cs.head.sum, cs))
     val measures: Map[Expression, Measure] = byMeasure.map { case (s, cs) =>
       val x = s.child
       // sum(coalesce(x, 0)) wraps exactly as sum(x) does (ANSI off) and is never null over a non-empty frame.
@@ -120,7 +143,17 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
       value
     }
     val legacy = NumericEvalContext(EvalMode.LEGACY)
-    val computed: Map[ExprId, Alias] = candidates.map { c =>
+    def keepId(a: Alias, value: Expression) =
+      a.exprId -> Alias(value, a.name)(
+        a.exprId,
+        a.qualifier,
+        a.explicitMetadata,
+        a.nonInheritableMetadataKeys
+      )
+    val fromFrameSums = frameSums.toSeq.flatMap { fs =>
+      folded.zipWithIndex.map { case (c, i) => keepId(c.alias, GetStructField(fs.toAttribute, i)) }
+    }
+    val computed: Map[ExprId, Alias] = fromFrameSums.toMap ++ offsetBased.map { c =>
       val key = c.sum.child.canonicalized
       val m = measures(key)
       val empty =
@@ -130,21 +163,15 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
         prefixAt(m, key, count = false, c.lower - 1),
         legacy
       )
-      val value = If(empty, Literal.create(null, LongType), s)
-      val a = c.alias
-      a.exprId -> Alias(value, a.name)(
-        a.exprId,
-        a.qualifier,
-        a.explicitMetadata,
-        a.nonInheritableMetadataKeys
-      )
+      keepId(c.alias, If(empty, Literal.create(null, LongType), s))
     }.toMap
 
     val kept = w.windowExpressions.filterNot(e => computed.contains(e.exprId))
     val prefixes =
       measures.values.toSeq.flatMap(m => Seq(m.sum, m.count) ++ m.total.toSeq.flatMap(t => Seq(t._1, t._2)))
-    val inner = Window(kept ++ prefixes, w.partitionSpec, w.orderSpec, w.child, w.hint)
-    val outerWindow = Window(outer.values.toSeq, w.partitionSpec, w.orderSpec, inner, w.hint)
+    val inner = Window(kept ++ prefixes ++ frameSums, w.partitionSpec, w.orderSpec, w.child, w.hint)
+    val outerWindow =
+      if (outer.isEmpty) inner else Window(outer.values.toSeq, w.partitionSpec, w.orderSpec, inner, w.hint)
     val projectList = w.child.output ++ w.windowExpressions.map { e =>
       computed.getOrElse(e.exprId, e.toAttribute)
     }

@@ -377,6 +377,9 @@ class EmberWindowSuite extends EmberQueryTest {
   private def offsetFunctions(df: DataFrame): Int =
     optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: Lag | _: Lead => 1 }.size).sum
 
+  private def frameSums(df: DataFrame): Int =
+    optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: PrefixFrameSums => 1 }.size).sum
+
   private val slidingFrames =
     Seq((-2L, 0L), (-6L, 0L), (-29L, 0L), (0L, 0L), (-5L, -1L), (-3L, 2L), (1L, 3L), (2L, UF))
 
@@ -403,7 +406,7 @@ class EmberWindowSuite extends EmberQueryTest {
         )
         if (rewritten) {
           assert(
-            offsetFunctions(df) > beforeOffsets,
+            offsetFunctions(df) > beforeOffsets || frameSums(df) > 0,
             s"expected the rewrite:\n${df.queryExecution.optimizedPlan}"
           )
           val plan = df.queryExecution.executedPlan
@@ -426,7 +429,24 @@ class EmberWindowSuite extends EmberQueryTest {
   test("rewrite: qualifying sliding sums (ANSI off) become running sums + lag/lead differences, same rows") {
     withSQLConf("spark.sql.ansi.enabled" -> "false") {
       // Nulls, all-null frames, short partitions, n = 0, FOLLOWING bounds, wrapping near Long.MaxValue.
-      checkRewrite(data.select(col("id") +: sliding(Seq("v", "i", "big")): _*), rewritten = true)
+      val mixed = checkRewrite(data.select(col("id") +: sliding(Seq("v", "i", "big")): _*), rewritten = true)
+      // Frames ending at or before the current row: one PrefixFrameSums; FOLLOWING ends: lag / lead.
+      assert(frameSums(mixed) == 1 && offsetFunctions(mixed) > 0, mixed.queryExecution.optimizedPlan)
+      val preceding = checkRewrite(
+        data.select(
+          col("id") +: (for (m <- Seq("v", "i", "big"); (lo, hi) <- slidingFrames if hi <= 0)
+            yield sum(col(m)).over(byK.rowsBetween(lo, hi))): _*
+        ),
+        rewritten = true
+      )
+      assert(
+        frameSums(preceding) == 1 && offsetFunctions(preceding) == 0,
+        preceding.queryExecution.optimizedPlan
+      )
+      // A frame wider than PrefixFrameSums' ring stays with lags.
+      val wide =
+        checkRewrite(data.select(col("id"), sum("v").over(byK.rowsBetween(-5000, 0))), rewritten = true)
+      assert(frameSums(wide) == 0 && offsetFunctions(wide) > 0, wide.queryExecution.optimizedPlan)
       // Mixed with expressions the rule keeps (float sum, count, lag, row_number).
       checkRewrite(
         data.select(
@@ -452,10 +472,11 @@ class EmberWindowSuite extends EmberQueryTest {
       )
       // And the rewritten plan run by Ember's native window gives Spark's rows too.
       withSQLConf(rewriteOn) {
-        checkSparkAnswerAndNative(
+        val native = checkSparkAnswerAndNative(
           data.select(col("id") +: sliding(Seq("v", "big")): _*),
           Seq(cls[EmberWindowExec])
         )
+        assert(frameSums(native) == 0, "the native window gets the lag form")
       }
     }
   }
