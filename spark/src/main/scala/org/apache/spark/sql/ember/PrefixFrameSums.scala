@@ -103,12 +103,11 @@ case class PrefixFrameSums(
     var f = 0
     while (f < frameMeasures.length) {
       val hi = k + frameUppers(f)
-      val lo = math.max(0L, k - 1 + frameLowers(f))
       val base = frameMeasures(f) * ring
-      val count =
-        if (hi <= 0) 0L else state.counts(base + (hi & mask).toInt) - state.counts(base + (lo & mask).toInt)
-      if (count == 0) row.setNullAt(f)
-      else row.setLong(f, state.sums(base + (hi & mask).toInt) - state.sums(base + (lo & mask).toInt))
+      val hiSlot = base + (hi & mask).toInt
+      val loSlot = base + (math.max(0L, k - 1 + frameLowers(f)) & mask).toInt
+      if (hi <= 0 || state.counts(hiSlot) == state.counts(loSlot)) row.setNullAt(f)
+      else row.setLong(f, state.sums(hiSlot) - state.sums(loSlot))
       f += 1
     }
     row
