@@ -4,7 +4,8 @@ import scala.collection.mutable.ArrayBuffer
 import scala.util.Random
 
 import org.apache.spark.sql.{Column, Row}
-import org.apache.spark.sql.catalyst.expressions.{Lag, Lead}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Lag, Lead}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window => LogicalWindow}
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
@@ -507,6 +508,39 @@ class EmberWindowSuite extends EmberQueryTest {
         ),
         rewritten = false
       )
+    }
+  }
+
+  test(
+    "rewrite: PrefixFrameSums matches a wrapping refold past its ring, and across serialize / deserialize"
+  ) {
+    val rnd = new Random(7)
+    val frames = Seq((-29, 0), (-5, -1), (0, 0), (-300, -100), (-2, -2)).zipWithIndex.map {
+      case ((lo, hi), i) =>
+        PrefixFrameSums.Frame(i % 2, lo, hi)
+    }
+    val agg =
+      PrefixFrameSums(Seq(BoundReference(0, LongType, true), BoundReference(1, IntegerType, true)), frames)
+    // 2000 rows: the 300-row frame's ring (512) wraps several times; null runs make all-null frames.
+    val rows = (0 until 2000).map { r =>
+      val v: java.lang.Long =
+        if ((r / 40) % 5 == 0 || rnd.nextInt(10) == 0) null
+        else Seq(Long.MaxValue, Long.MinValue, rnd.nextLong(), -1L)(rnd.nextInt(4))
+      val i: Integer = if (rnd.nextInt(3) == 0) null else Int.box(rnd.nextInt())
+      (v, i)
+    }
+    var state = agg.createAggregationBuffer()
+    rows.indices.foreach { r =>
+      state = agg.update(state, InternalRow(rows(r)._1, rows(r)._2))
+      if (r == 777) state = agg.deserialize(agg.serialize(state))
+      val out = agg.eval(state).asInstanceOf[InternalRow]
+      frames.zipWithIndex.foreach { case (f, j) =>
+        val values = (math.max(0, r + f.lower) to r + f.upper)
+          .flatMap(x => Option(if (f.measure == 0) rows(x)._1 else rows(x)._2).map(_.longValue()))
+        val expected = if (values.isEmpty) None else Some(values.foldLeft(0L)(_ + _))
+        val actual = if (out.isNullAt(j)) None else Some(out.getLong(j))
+        assert(actual == expected, s"row $r frame $f")
+      }
     }
   }
 
