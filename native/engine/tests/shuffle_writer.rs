@@ -1,7 +1,8 @@
 //! The shuffle writer end to end (proto plan → blocks): every row lands in exactly one block of the partition
 //! Spark's `HashPartitioning` gives it (checked against a row-at-a-time reference built on the scalar hash
 //! functions, themselves pinned to Spark's values in `spark_hash`'s unit tests), in input order; blocks decode as
-//! Arrow IPC streams of the block schema; flushes, small memory budgets and empty inputs.
+//! Arrow IPC streams of the block schema; partitions ascending over the whole output, also after spills (at a
+//! threshold or on the pool's refusals, with the spill files gone at the end); empty inputs.
 mod common;
 
 use std::io::Cursor;
@@ -123,9 +124,9 @@ fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) 
     pmod(h, n)
 }
 
-fn writer_plan(keys: &[usize], n: u32, flush_bytes: u64, input_schema: &SchemaRef, block: &SchemaRef) -> pb::Plan {
+fn writer_plan(keys: &[usize], n: u32, spill_bytes: u64, input_schema: &SchemaRef, block: &SchemaRef) -> pb::Plan {
     let keys = keys.iter().map(|&k| col(k as u32, input_schema.field(k).data_type())).collect();
-    let w = pb::ShuffleWriter { keys, num_partitions: n, block_schema: Some(pb_schema(block)), flush_bytes };
+    let w = pb::ShuffleWriter { keys, num_partitions: n, block_schema: Some(pb_schema(block)), spill_bytes };
     // What the JVM declares: partition INT NOT NULL, block BINARY NOT NULL.
     let output = Arc::new(Schema::new(vec![
         Field::new("partition", DataType::Int32, false),
@@ -140,6 +141,8 @@ struct Run {
     broker: Arc<FixedBroker>,
     named: Vec<(String, u64)>,
     output_rows: u64,
+    spills: u64,
+    spilled_rows: u64,
     /// Block bytes of each output batch.
     output_batch_bytes: Vec<usize>,
 }
@@ -155,7 +158,15 @@ fn run(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef, budge
     let m = p.metrics().into_iter().find(|m| m.id == 1).unwrap();
     drop(p);
     let output_batch_bytes = out.iter().map(|b| b.column(1).as_binary::<i32>().value_data().len()).collect();
-    Run { blocks: decode(&out), broker, named: m.named, output_rows: m.output_rows, output_batch_bytes }
+    Run {
+        blocks: decode(&out),
+        broker,
+        named: m.named,
+        output_rows: m.output_rows,
+        spills: m.spill_count,
+        spilled_rows: m.spilled_rows,
+        output_batch_bytes,
+    }
 }
 
 /// Each block is exactly one IPC stream holding the rows of one batch.
@@ -215,9 +226,9 @@ fn check_routing(run: &Run, inputs: &[RecordBatch], keys: &[usize], n: u32, batc
     assert_eq!(run.broker.used(), 0, "all memory returned");
 }
 
-/// Partitions come out ascending within each flush: the number of flushes is at least the descents + 1.
-fn ascending_runs(run: &Run) -> u64 {
-    1 + run.blocks.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64
+/// Partitions come out ascending over the whole output (the JVM writes them into one file in that order).
+fn assert_ascending(run: &Run) {
+    assert!(run.blocks.windows(2).all(|w| w[0].0 <= w[1].0), "partitions out of order");
 }
 
 #[test]
@@ -228,8 +239,8 @@ fn routes_every_row_to_its_spark_partition_in_input_order() {
         for n in [1u32, 7, 200] {
             let r = run(&writer_plan(&keys, n, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
             check_routing(&r, &inputs, &keys, n, 1024);
-            assert_eq!(named(&r, "flushes"), 1, "18k rows fit in one default buffer");
-            assert_eq!(ascending_runs(&r), 1, "partitions ascending");
+            assert_eq!(r.spills, 0, "no spill without memory pressure");
+            assert_ascending(&r);
             // Every non-empty partition: ceil(rows / 1024) blocks.
             if n == 1 {
                 assert_eq!(r.blocks.len(), 18, "18000 rows in blocks of at most 1024");
@@ -258,7 +269,7 @@ fn an_expression_key_is_evaluated_on_the_child_rows() {
     let inputs = random_batches(7, 3, 1000);
     let s = schema();
     let key = cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), lit_long(0));
-    let w = pb::ShuffleWriter { keys: vec![key], num_partitions: 7, block_schema: Some(pb_schema(&s)), flush_bytes: 0 };
+    let w = pb::ShuffleWriter { keys: vec![key], num_partitions: 7, block_schema: Some(pb_schema(&s)), spill_bytes: 0 };
     let output = Arc::new(Schema::new(vec![
         Field::new("partition", DataType::Int32, false),
         Field::new("block", DataType::Binary, false),
@@ -283,10 +294,10 @@ fn output_batches_stay_near_16_mib_of_blocks() {
     // ~22 MB of blocks in one partition, in blocks of at most 1024 rows (~70 KB).
     let inputs = random_batches(8, 40, 8192);
     let s = schema();
-    // One flush of everything: its blocks must still come out in several output batches.
-    let r = run(&writer_plan(&[], 1, 1 << 30, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    // Everything written out at the end: its blocks must still come out in several output batches.
+    let r = run(&writer_plan(&[], 1, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
     check_routing(&r, &inputs, &[], 1, 1024);
-    assert_eq!(named(&r, "flushes"), 1);
+    assert_eq!(r.spills, 0);
     assert!(r.output_batch_bytes.len() >= 2, "{:?}", r.output_batch_bytes);
     for b in &r.output_batch_bytes {
         assert!(*b < (16 << 20) + (1 << 20), "an output batch of {b} bytes");
@@ -322,50 +333,116 @@ fn empty_input_writes_no_blocks() {
         let r = run(&writer_plan(&[0], 7, 0, &s, &s), inputs, s.clone(), usize::MAX);
         assert!(r.blocks.is_empty());
         assert_eq!(named(&r, "blocks_written"), 0);
-        assert_eq!(named(&r, "flushes"), 0);
+        assert_eq!(r.spills, 0);
         assert_eq!(r.output_rows, 0);
     }
 }
 
 #[test]
-fn small_flush_bytes_writes_more_blocks_with_the_same_rows() {
+fn spilling_at_a_threshold_keeps_partitions_ascending_and_rows_in_order() {
     let inputs = random_batches(3, 20, 1000);
     let s = schema();
     let keys = [0usize, 2];
     let whole = run(&writer_plan(&keys, 7, 0, &s, &s), inputs.clone(), s.clone(), usize::MAX);
     check_routing(&whole, &inputs, &keys, 7, 1024);
-    // A flush after every few input batches (buffered batches are compacted by the sort, so smaller).
+    // A spill after every few input batches (buffered batches are compacted by the sort, so smaller): each
+    // partition's blocks come from every spill file in turn, then from memory.
     let batch_bytes = inputs[0].get_array_memory_size() as u64;
-    let flushed = run(&writer_plan(&keys, 7, batch_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
-    check_routing(&flushed, &inputs, &keys, 7, 1024);
-    let flushes = named(&flushed, "flushes");
-    assert!(flushes >= 8, "{flushes} flushes");
-    assert_eq!(ascending_runs(&flushed), flushes, "each flush writes its partitions in ascending order");
-    assert!(flushed.blocks.len() > whole.blocks.len(), "{} vs {}", flushed.blocks.len(), whole.blocks.len());
-    assert_eq!(named(&flushed, "memory_flushes"), 0);
+    let spilled = run(&writer_plan(&keys, 7, batch_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    check_routing(&spilled, &inputs, &keys, 7, 1024);
+    assert_ascending(&spilled);
+    assert!(spilled.spills >= 8, "{} spills", spilled.spills);
+    assert!(spilled.spilled_rows > 10_000 && spilled.spilled_rows <= 20_000, "{}", spilled.spilled_rows);
+    assert!(spilled.blocks.len() > whole.blocks.len(), "{} vs {}", spilled.blocks.len(), whole.blocks.len());
+    assert_eq!(named(&spilled, "memory_spills"), 0);
 }
 
 #[test]
-fn a_budget_smaller_than_the_input_completes_and_returns_its_memory() {
+fn a_budget_smaller_than_the_input_spills_and_returns_its_memory() {
     let inputs = random_batches(4, 40, 2000);
     let total: usize = inputs.iter().map(|b| b.get_array_memory_size()).sum();
     let s = schema();
     let keys = [1usize, 4];
-    // About three input batches fit: the pool's refusals flush the buffer.
+    // About three input batches fit: the pool's refusals spill the buffer.
     let budget = 3 * inputs[0].get_array_memory_size() + 1000;
     assert!(budget * 10 < total);
     let r = run(&writer_plan(&keys, 200, 0, &s, &s), inputs.clone(), s.clone(), budget);
     check_routing(&r, &inputs, &keys, 200, 1024);
-    let (flushes, memory_flushes) = (named(&r, "flushes"), named(&r, "memory_flushes"));
-    assert!(memory_flushes > 5, "{:?}", r.named);
-    // Each flush frees the buffer, so about two batches fit between flushes (not one each).
-    assert!(flushes <= 25, "{flushes} flushes for 40 batches");
+    assert_ascending(&r);
+    assert!(named(&r, "memory_spills") > 5, "{:?}", r.named);
+    // Each spill frees the buffer, so about two batches fit between spills (not one each).
+    assert!(r.spills <= 25, "{} spills for 40 batches", r.spills);
     assert!(r.broker.peak() <= budget);
-    // A budget smaller than one batch: each batch is accounted over budget alone and written out at once.
+    // A budget smaller than one batch: each batch is accounted over budget alone and spilled at once.
     let r = run(&writer_plan(&keys, 200, 0, &s, &s), inputs.clone(), s.clone(), 1000);
     check_routing(&r, &inputs, &keys, 200, 1024);
-    assert_eq!(named(&r, "flushes"), 40);
-    assert_eq!(named(&r, "memory_flushes"), 40);
+    assert_ascending(&r);
+    assert_eq!(r.spills, 40);
+    assert_eq!(r.spilled_rows, 80_000);
+    assert_eq!(named(&r, "memory_spills"), 40);
+}
+
+#[test]
+fn spill_files_are_deleted_at_the_end_and_when_the_stream_is_dropped() {
+    let inputs = random_batches(6, 12, 1000);
+    let s = schema();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime =
+        datafusion_execution::runtime_env::RuntimeEnvBuilder::new()
+            .with_disk_manager_builder(datafusion_execution::disk_manager::DiskManagerBuilder::default().with_mode(
+                datafusion_execution::disk_manager::DiskManagerMode::Directories(vec![dir.path().to_owned()]),
+            ))
+            .build_arc()
+            .unwrap();
+    let context = Arc::new(TaskContext::default().with_runtime(runtime));
+    let files = || walk(dir.path());
+    let threshold = inputs_bytes(&inputs[..1]);
+    let exec = |reader: ember_engine::operators::input::BatchReader| {
+        let input = Arc::new(InputExec::new(0, s.clone(), reader));
+        let key = Arc::new(datafusion_physical_expr::expressions::Column::new("i", 0));
+        Arc::new(ShuffleWriterExec::try_new(input, vec![key], 5, s.clone(), threshold).unwrap())
+    };
+    // Read to the end: spilled, checked, and every spill file gone.
+    let stream = exec(reader(inputs.clone(), s.clone())).execute(0, context.clone()).unwrap();
+    let out = futures::executor::block_on(datafusion_physical_plan::common::collect(stream)).unwrap();
+    assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), decode(&out).len());
+    assert_eq!(decode(&out).iter().map(|(_, b)| b.num_rows()).sum::<usize>(), 12_000);
+    assert_eq!(files(), 0, "spill files left after the end");
+    // The input fails after 8 batches (a task failing or killed midway): the spill files stay while the stream
+    // lives, and go with it.
+    let failing = inputs.into_iter().enumerate().map(|(i, b)| {
+        if i == 8 {
+            Err(arrow::error::ArrowError::ComputeError("killed".into()))
+        } else {
+            Ok(b)
+        }
+    });
+    let failing = Box::new(arrow::record_batch::RecordBatchIterator::new(failing, s.clone()));
+    let mut stream = exec(failing).execute(0, context).unwrap();
+    let err = futures::executor::block_on(futures::StreamExt::next(&mut stream)).unwrap().unwrap_err();
+    assert!(err.to_string().contains("killed"), "{err}");
+    assert!(files() >= 3, "spill files before the failure: {}", files());
+    drop(stream);
+    assert_eq!(files(), 0, "spill files left after the stream was dropped");
+}
+
+fn inputs_bytes(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(|b| b.get_array_memory_size()).sum()
+}
+
+/// Regular files under `dir`, at any depth.
+fn walk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
 }
 
 #[test]

@@ -139,7 +139,7 @@ impl Planner {
                     keys,
                     w.num_partitions,
                     Arc::new(block_schema),
-                    usize::try_from(w.flush_bytes).unwrap_or(usize::MAX),
+                    usize::try_from(w.spill_bytes).unwrap_or(usize::MAX),
                 )?)
             }
         };

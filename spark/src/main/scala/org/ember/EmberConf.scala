@@ -263,11 +263,12 @@ object EmberConf {
       "so native operators on both sides skip the row conversions. Round-robin and range exchanges stay in Spark."
   )
 
-  val SHUFFLE_FLUSH_BYTES: Entry[Long] = long(
-    "spark.ember.shuffle.flushBytes",
+  val SHUFFLE_SPILL_BYTES: Entry[Long] = long(
+    "spark.ember.shuffle.spillBytes",
     default = 0L,
-    "Input a native shuffle writer buffers (reserved from Spark's memory pool) before it writes every " +
-      "partition's rows out as blocks; 0: the native default. Smaller: less memory, more and smaller blocks."
+    "Input a native shuffle writer buffers (reserved from Spark's memory pool) before it spills the buffer to " +
+      "disk even if the pool would grant more; 0: it spills only when the pool refuses. The map output is " +
+      "written at the end of the task, partition after partition, into one file."
   )
 
   val EXEC_REPLACE_SMJ: Entry[Boolean] = bool(

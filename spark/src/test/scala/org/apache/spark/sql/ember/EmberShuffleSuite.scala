@@ -173,18 +173,47 @@ class EmberShuffleSuite extends EmberQueryTest {
     }
   }
 
-  test("empty inputs, empty partitions, small flushes and several blocks per partition") {
+  test("empty inputs, empty partitions, spills and several blocks per partition") {
     // Without AQE, which would drop the exchanges of an empty side altogether.
     withSQLConf("spark.sql.adaptive.enabled" -> "false") {
       checkNativeShuffle(data.where(col("id") < 0).groupBy("s").agg(count(lit(1))))
       checkNativeShuffle(data.where(col("id") < 0).agg(count(lit(1)), sum("i16")))
     }
-    withSQLConf("spark.ember.shuffle.flushBytes" -> "4096", "spark.ember.batchSize" -> "100") {
+    withSQLConf("spark.ember.shuffle.spillBytes" -> "4096", "spark.ember.batchSize" -> "100") {
       val df = checkNativeShuffle(data.repartition(7, col("i16")).select("id", "i16", "bin"))
       val shuffle = nativeShuffles(df).head
-      assert(shuffle.metrics("blocks_written").value > 4 * 7, "expected many blocks with a 4 KiB flush")
+      assert(
+        shuffle.metrics("blocks_written").value > 4 * 7,
+        "expected many blocks with a 4 KiB spill threshold"
+      )
+      assert(shuffle.metrics("spillCount").value > 4, "expected the writer to spill at 4 KiB")
       assert(shuffle.metrics("shuffle_rows").value == 3000)
       checkNativeShuffle(data.groupBy("i16").agg(count(lit(1)), max("bin")))
+    }
+  }
+
+  test("a map task writes one data file, partition after partition, deleted with the shuffle") {
+    // Tests clean every query's shuffle files at its end: kept here, so that they can be seen.
+    withSQLConf("spark.sql.classic.shuffleDependency.fileCleanup.enabled" -> "false") {
+      // 200 partitions: Spark's own writer would open 200 temporary files per map task here.
+      checkNativeShuffle(data.repartition(200, col("i32")).select("id", "i32", "s"))
+      val env = org.apache.spark.SparkEnv.get
+      val tracker = env.mapOutputTracker.asInstanceOf[org.apache.spark.MapOutputTrackerMaster]
+      val before = tracker.shuffleStatuses.keys.toSet
+      val df = data.repartition(200, col("i32")).select("id", "i32", "s")
+      assert(df.collect().length == 3000)
+      assert(nativeShuffles(df).nonEmpty)
+      val Seq(shuffleId) = (tracker.shuffleStatuses.keys.toSet -- before).toSeq
+      val maps = tracker.shuffleStatuses(shuffleId).mapStatuses.length
+      def files(kind: String) = env.blockManager.diskBlockManager
+        .getAllFiles()
+        .map(_.getName)
+        .filter(n => n.startsWith(s"shuffle_${shuffleId}_") && n.endsWith(kind))
+      // One index per map task, one data file per map task that had rows (as Spark's writers leave them).
+      assert(files(".index").length == maps, files("").sorted)
+      assert(files(".data").nonEmpty && files(".data").length <= maps, files("").sorted)
+      env.shuffleManager.unregisterShuffle(shuffleId)
+      assert(files("").isEmpty, s"left after the shuffle was unregistered: ${files("")}")
     }
   }
 

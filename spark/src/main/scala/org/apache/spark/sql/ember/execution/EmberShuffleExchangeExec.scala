@@ -30,7 +30,7 @@ import org.apache.spark.sql.execution.{
   UnaryExecNode,
   UnsafeRowSerializer
 }
-import org.apache.spark.sql.execution.exchange.{ShuffleExchangeExec, ShuffleExchangeLike, ShuffleOrigin}
+import org.apache.spark.sql.execution.exchange.{ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.execution.metric.{
   SQLMetric,
   SQLMetrics,
@@ -47,8 +47,9 @@ import org.ember.proto
  * Ember's columnar shuffle: a hash-partitioned (or single-partition) `ShuffleExchangeExec` whose map side runs
  * natively. The child's native block, topped by a `ShuffleWriter` (Spark's Murmur3 routing, so partitions are
  * exactly the ones Spark's exchange would build and co-partition with Spark-shuffled sides), emits each
- * partition's rows as Arrow IPC blocks. They cross Spark's own shuffle — one `UnsafeRow` with a single BINARY
- * field per block, Spark's `UnsafeRowSerializer`, its shuffle manager, compression, fetching and AQE statistics —
+ * partition's rows as Arrow IPC blocks, in ascending partition order. They cross Spark's own shuffle — one
+ * `UnsafeRow` with a single BINARY field per block, Spark's `UnsafeRowSerializer`, its shuffle files (one per map
+ * task, written in order by [[EmberShuffleWriteProcessor]]), compression, fetching and AQE statistics —
  * and are decoded on the reduce side into Arrow-backed batches that a native consumer takes over without a copy.
  * Spark row consumers read them through `doExecute`.
  */
@@ -99,7 +100,7 @@ case class EmberShuffleExchangeExec(
       blockRecords,
       new PartitionIdPassthrough(outputPartitioning.numPartitions),
       new UnsafeRowSerializer(1, metrics("dataSize")),
-      shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics)
+      shuffleWriterProcessor = new EmberShuffleWriteProcessor(writeMetrics)
     )
     metrics("numPartitions").set(dep.partitioner.numPartitions)
     val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)

@@ -53,7 +53,7 @@ object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
           .addAllKeys(keys.asJava)
           .setNumPartitions(plan.outputPartitioning.numPartitions)
           .setBlockSchema(blockSchema)
-          .setFlushBytes(EmberConf.SHUFFLE_FLUSH_BYTES.get(conf))
+          .setSpillBytes(EmberConf.SHUFFLE_SPILL_BYTES.get(conf))
       )
     )
   }
