@@ -166,7 +166,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
 
 /// Builds a native plan over the task's inputs with memory from `consumer`. Input `i` is either an exported
 /// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
-/// not null, an object whose `byte[] nextRows()` returns the Spark child's next `UnsafeRow`s (null at the end),
+/// not null, an object whose `int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed` (-1 at the end),
 /// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
 /// `spark.range` generated here, a `ParquetSource` the task's Parquet file splits, read here. Returns the plan handle.
 #[unsafe(no_mangle)]
@@ -298,15 +298,19 @@ fn check_alive(source: &Global<JObject<'static>>) -> datafusion_common::Result<(
     })
 }
 
-/// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread).
+/// Pulls the next buffer of rows from a JVM row source (running the Spark child on this thread): `nextRows` packs
+/// them into the source's reused array and says how many bytes, copied out here in one go.
 fn next_rows(source: &Global<JObject<'static>>) -> datafusion_common::Result<Option<Vec<u8>>> {
     call_source("reading rows from Spark failed", |env| {
-        let result = env.call_method(source, jni_str!("nextRows"), jni_sig!("()[B"), &[])?;
-        let array = JByteArray::cast_local(env, result.l()?)?;
-        if array.is_null() {
-            return Ok(None);
-        }
-        Ok(Some(env.convert_byte_array(&array)?))
+        let len = env.call_method(source, jni_str!("nextRows"), jni_sig!("()I"), &[])?.i()?;
+        let Ok(len) = usize::try_from(len) else { return Ok(None) };
+        let packed = env.call_method(source, jni_str!("packed"), jni_sig!("()[B"), &[])?;
+        let array = JByteArray::cast_local(env, packed.l()?)?;
+        let mut out = vec![0u8; len];
+        // Safety: i8 and u8 have the same size and alignment; the slice covers exactly `out`.
+        let view = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut i8, len) };
+        array.get_region(env, 0, view)?;
+        Ok(Some(out))
     })
 }
 

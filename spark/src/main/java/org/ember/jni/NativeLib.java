@@ -69,7 +69,8 @@ public final class NativeLib {
 
   /**
    * Builds the native plan for one task. Input i is {@code rowSources[i]} when not null (an object with
-   * {@code byte[] nextRows()}: UnsafeRows, each preceded by its size, null at the end), else the exported
+   * {@code int nextRows()} packing UnsafeRows, each preceded by its size, into {@code byte[] packed()}; -1 at the
+   * end), else the exported
    * ArrowArrayStream at address {@code inputStreams[i]}, whose ownership moves to the native side; {@code memoryConsumer} has {@code long acquire(long)} and
    * {@code void release(long)}. Returns a handle for the other calls.
    */

@@ -100,7 +100,11 @@ class EmberRowConversionSuite extends EmberQueryTest {
     val expected = generic.map(r => project(r).getBytes.toSeq)
     for (rows <- Seq(generic, generic.map(r => project(r).copy()))) {
       val source = new UnsafeRowSource(rows.iterator, schema, 64)
-      val packed = Iterator.continually(source.nextRows()).takeWhile(_ != null).toSeq
+      val packed = Iterator
+        .continually(source.nextRows())
+        .takeWhile(_ >= 0)
+        .map(n => source.packed.take(n)) // copied before the next call reuses the buffer
+        .toSeq
       assert(packed.size == 4) // 64 + 64 + 64 + 8 rows
       val unpacked = packed.flatMap { buf =>
         val out = scala.collection.mutable.ArrayBuffer.empty[Seq[Byte]]

@@ -320,8 +320,8 @@ abstract class NativeInputSource {
 }
 
 /**
- * An input the native side pulls as byte buffers (`nextRows`, null at the end): records packed one after the
- * other, each preceded by its size (a little-endian long), in one buffer grown as needed.
+ * An input the native side pulls as byte buffers (`nextRows`, -1 at the end, then `packed`): records packed one
+ * after the other, each preceded by its size (a little-endian long), in one buffer reused and grown as needed.
  */
 abstract class NativeByteSource(records: String) extends NativeInputSource {
   private var buffer = new Array[Byte](1 << 16)
@@ -349,9 +349,16 @@ abstract class NativeByteSource(records: String) extends NativeInputSource {
     at
   }
 
-  final def nextRows(): Array[Byte] = call {
+  /**
+   * Packs the next records; returns how many bytes of [[packed]] hold them (until the next call), -1 at the end.
+   * The native side copies them out of the buffer, which is reused from call to call.
+   */
+  final def nextRows(): Int = call {
     length = 0
     fill()
-    if (length == 0) null else java.util.Arrays.copyOf(buffer, length)
+    if (length == 0) -1 else length
   }
+
+  /** The buffer [[nextRows]] packed its records into. */
+  final def packed: Array[Byte] = buffer
 }
