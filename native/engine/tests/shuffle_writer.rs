@@ -303,6 +303,15 @@ fn output_batches_stay_near_16_mib_of_blocks() {
         assert!(*b < (16 << 20) + (1 << 20), "an output batch of {b} bytes");
     }
     assert_eq!(r.output_batch_bytes.iter().sum::<usize>() as u64, named(&r, "block_bytes"));
+    // The same from spill files: one partition spread over ~40 of them still comes out in bounded batches.
+    let spill_bytes = inputs[0].get_array_memory_size() as u64;
+    let r = run(&writer_plan(&[], 1, spill_bytes, &s, &s), inputs.clone(), s.clone(), usize::MAX);
+    check_routing(&r, &inputs, &[], 1, 1024);
+    assert!(r.spills >= 20, "{} spills", r.spills);
+    assert!(r.output_batch_bytes.len() >= 2, "{:?}", r.output_batch_bytes);
+    for b in &r.output_batch_bytes {
+        assert!(*b < (16 << 20) + (1 << 20), "an output batch of {b} bytes");
+    }
 }
 
 #[test]

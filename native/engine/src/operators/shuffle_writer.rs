@@ -487,16 +487,15 @@ impl ShuffleWriterStream {
                 (s, _) => s.is_some(),
             };
             if from_spill {
+                // One block of the partition, from the earliest spill file that still has some of it.
                 let p = spilled.unwrap_or_default();
-                for run in &mut self.spills {
-                    while let Some(&(partition, at, len)) = run.blocks.front().filter(|b| b.0 == p) {
-                        let start = values.len();
-                        values.resize(start + len, 0);
-                        run.reader.read_exact_at(&mut values[start..], at)?;
-                        run.blocks.pop_front();
-                        partitions.push(partition as i32);
-                        offsets.push(output_offset(values.len())?);
-                    }
+                if let Some(run) = self.spills.iter_mut().find(|r| r.blocks.front().is_some_and(|b| b.0 == p)) {
+                    let (partition, at, len) = run.blocks.pop_front().unwrap_or_default();
+                    let start = values.len();
+                    values.resize(start + len, 0);
+                    run.reader.read_exact_at(&mut values[start..], at)?;
+                    partitions.push(partition as i32);
+                    offsets.push(output_offset(values.len())?);
                 }
             } else if let Some(f) = flush.as_mut() {
                 if let Some(p) = self.encode_next(f, &mut values)? {
