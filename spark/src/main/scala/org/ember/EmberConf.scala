@@ -265,10 +265,11 @@ object EmberConf {
 
   val SHUFFLE_SPILL_BYTES: Entry[Long] = long(
     "spark.ember.shuffle.spillBytes",
-    default = 0L,
+    default = 256L << 20,
     "Input a native shuffle writer buffers (reserved from Spark's memory pool) before it spills the buffer to " +
       "disk even if the pool would grant more; 0: it spills only when the pool refuses. The map output is " +
-      "written at the end of the task, partition after partition, into one file."
+      "written at the end of the task, partition after partition, into one file. The bound keeps memory for the " +
+      "native operators below the writer in the same task (Spark cannot ask the writer to spill for them)."
   )
 
   val EXEC_REPLACE_SMJ: Entry[Boolean] = bool(
