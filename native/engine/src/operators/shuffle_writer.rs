@@ -218,7 +218,7 @@ impl ExecutionPlan for ShuffleWriterExec {
             reservation,
             context,
             spills: vec![],
-            flush: None,
+            in_memory: None,
             input_done: false,
             baseline: BaselineMetrics::new(&self.metrics, partition),
             spill_metrics: SpillMetrics::new(&self.metrics, partition),
@@ -276,7 +276,7 @@ struct Slice {
 }
 
 /// A buffer cut into blocks (by partition, then input order), encoded one after the other.
-struct Flush {
+struct Blocks {
     batches: Vec<RecordBatch>,
     /// The slices of every block, by partition then input order.
     slices: Vec<Slice>,
@@ -307,7 +307,7 @@ struct ShuffleWriterStream {
     context: Arc<TaskContext>,
     spills: Vec<SpillRun>,
     /// The in-memory buffer being written out, after the end of the input.
-    flush: Option<Flush>,
+    in_memory: Option<Blocks>,
     input_done: bool,
     baseline: BaselineMetrics,
     spill_metrics: SpillMetrics,
@@ -394,7 +394,7 @@ impl ShuffleWriterStream {
 
     /// The buffer cut into blocks: its slices ordered by partition (a stable sort, so input order within a
     /// partition), each partition's rows in blocks of at most `batch_size` rows. None when nothing is buffered.
-    fn take_buffer(&mut self) -> Option<Flush> {
+    fn take_buffer(&mut self) -> Option<Blocks> {
         let Buffer { batches, mut slices, rows, .. } = std::mem::take(&mut self.buffer);
         if rows == 0 {
             return None;
@@ -423,14 +423,14 @@ impl ShuffleWriterStream {
         if cut.len() > block_start {
             blocks.push_back((cut[block_start].partition, block_start..cut.len()));
         }
-        Some(Flush { batches, slices: cut, blocks })
+        Some(Blocks { batches, slices: cut, blocks })
     }
 
-    /// Encodes one block of `flush` onto `out`; returns its partition.
-    fn encode_next(&self, flush: &mut Flush, out: &mut Vec<u8>) -> Result<Option<u32>> {
-        let Some((partition, range)) = flush.blocks.pop_front() else { return Ok(None) };
+    /// Encodes the next block of `blocks` onto `out`; returns its partition (None when none is left).
+    fn encode_next(&self, blocks: &mut Blocks, out: &mut Vec<u8>) -> Result<Option<u32>> {
+        let Some((partition, range)) = blocks.blocks.pop_front() else { return Ok(None) };
         let start = out.len();
-        encode_block(&flush.batches, &flush.slices[range], &self.block_schema, out)?;
+        encode_block(&blocks.batches, &blocks.slices[range], &self.block_schema, out)?;
         self.metrics.blocks_written.add(1);
         self.metrics.block_bytes.add(out.len() - start);
         Ok(Some(partition))
@@ -438,8 +438,8 @@ impl ShuffleWriterStream {
 
     /// Writes the buffer's blocks to a new spill file and releases its memory.
     fn spill(&mut self) -> Result<()> {
-        let Some(mut flush) = self.take_buffer() else { return Ok(()) };
-        let rows: usize = flush.slices.iter().map(|s| s.len).sum();
+        let Some(mut blocks) = self.take_buffer() else { return Ok(()) };
+        let rows: usize = blocks.slices.iter().map(|s| s.len).sum();
         let file = self.context.runtime_env().disk_manager.create_tmp_file("ember shuffle writer spill")?;
         let path = file
             .path()
@@ -448,18 +448,18 @@ impl ShuffleWriterStream {
             })?
             .to_owned();
         let mut writer = file.open_writer()?;
-        let mut index = VecDeque::with_capacity(flush.blocks.len());
+        let mut index = VecDeque::with_capacity(blocks.blocks.len());
         let (mut offset, mut bytes) = (0u64, Vec::new());
         loop {
             bytes.clear();
-            let Some(partition) = self.encode_next(&mut flush, &mut bytes)? else { break };
+            let Some(partition) = self.encode_next(&mut blocks, &mut bytes)? else { break };
             writer.write_all(&bytes)?;
             index.push_back((partition, offset, bytes.len()));
             offset += bytes.len() as u64;
         }
         writer.flush()?;
         writer.finish()?;
-        drop(flush);
+        drop(blocks);
         self.reservation.free();
         self.spill_metrics.spill_file_count.add(1);
         self.spill_metrics.spilled_bytes.add(offset as usize);
@@ -477,42 +477,37 @@ impl ShuffleWriterStream {
         let mut partitions = vec![];
         let mut offsets = vec![0i32];
         let mut values = Vec::new();
-        let mut flush = self.flush.take();
+        let mut in_memory = self.in_memory.take();
         while values.len() < OUTPUT_BATCH_BYTES {
-            let spilled = self.spills.iter().filter_map(|r| r.blocks.front().map(|b| b.0)).min();
-            let in_memory = flush.as_ref().and_then(|f| f.blocks.front().map(|b| b.0));
-            let from_spill = match (spilled, in_memory) {
-                (None, None) => break,
-                (Some(s), Some(m)) => s <= m,
-                (s, _) => s.is_some(),
-            };
-            if from_spill {
-                // One block of the partition, from the earliest spill file that still has some of it.
-                let p = spilled.unwrap_or_default();
-                if let Some(run) = self.spills.iter_mut().find(|r| r.blocks.front().is_some_and(|b| b.0 == p)) {
-                    let (partition, at, len) = run.blocks.pop_front().unwrap_or_default();
+            // The earliest spill file whose next block has the lowest partition; its block goes before the
+            // in-memory one of the same partition.
+            let run = self.spills.iter_mut().filter(|r| !r.blocks.is_empty()).min_by_key(|r| r.blocks[0].0);
+            let memory_next = in_memory.as_ref().and_then(|b| b.blocks.front().map(|b| b.0));
+            match run {
+                Some(run) if memory_next.is_none_or(|m| run.blocks[0].0 <= m) => {
+                    let Some((partition, at, len)) = run.blocks.pop_front() else { break };
                     let start = values.len();
                     values.resize(start + len, 0);
                     run.reader.read_exact_at(&mut values[start..], at)?;
                     partitions.push(partition as i32);
-                    offsets.push(output_offset(values.len())?);
                 }
-            } else if let Some(f) = flush.as_mut() {
-                if let Some(p) = self.encode_next(f, &mut values)? {
-                    partitions.push(p as i32);
-                    offsets.push(output_offset(values.len())?);
+                _ => {
+                    let Some(blocks) = in_memory.as_mut() else { break };
+                    let Some(partition) = self.encode_next(blocks, &mut values)? else { break };
+                    partitions.push(partition as i32);
                 }
             }
+            offsets.push(output_offset(values.len())?);
         }
         let done =
-            flush.as_ref().is_none_or(|f| f.blocks.is_empty()) && self.spills.iter().all(|r| r.blocks.is_empty());
+            in_memory.as_ref().is_none_or(|b| b.blocks.is_empty()) && self.spills.iter().all(|r| r.blocks.is_empty());
         if done {
             // Written out: the buffered batches go, and their memory and spill files with them.
-            drop(flush);
+            drop(in_memory);
             self.reservation.free();
             self.spills.clear();
         } else {
-            self.flush = flush;
+            self.in_memory = in_memory;
         }
         if partitions.is_empty() {
             return Ok(None);
@@ -549,7 +544,7 @@ impl ShuffleWriterStream {
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
                 None => {
                     self.input_done = true;
-                    self.flush = self.take_buffer();
+                    self.in_memory = self.take_buffer();
                 }
             }
         }

@@ -90,6 +90,7 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
     // Frames ending at or before the current row: one PrefixFrameSums over the running frame, unless Ember's
     // native window will run this spec (it evaluates the original sums itself, and the lag form as well).
     val nativeWindow = EmberConf.ENABLED.get(conf) && EmberConf.EXEC_WINDOW.get(conf)
+    // (The bound on `lower` comes first: it keeps `1 - lower` in `ringLength` from overflowing.)
     val (folded, offsetBased) = candidates.partition(c =>
       !nativeWindow && c.upper <= 0 && c.lower > -PrefixFrameSums.MaxRing &&
         PrefixFrameSums.ringLength(c.lower) <= PrefixFrameSums.MaxRing
