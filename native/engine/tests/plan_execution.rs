@@ -54,7 +54,7 @@ fn sort_plan(fetch: u64) -> pb::Plan {
         pb::SortOrder { child: Some(col(1, &DataType::Float64)), ascending: true, nulls_first: true },
         pb::SortOrder { child: Some(col(0, &DataType::Int64)), ascending: false, nulls_first: false },
     ];
-    let sort = op(1, pb::operator::Kind::Sort(pb::Sort { order, fetch }), vec![input(0, &s)]);
+    let sort = op(1, pb::operator::Kind::Sort(pb::Sort { order, fetch, radix: true }), vec![input(0, &s)]);
     plan(sort, &s)
 }
 
@@ -120,6 +120,48 @@ fn sort_spills_under_a_small_budget_and_returns_everything() {
     assert!(got.iter().zip(&expected).all(|(g, e)| spark_order(g, e) == std::cmp::Ordering::Equal));
     assert_eq!(broker.used(), 0);
     assert!(broker.peak() <= 4 << 20);
+}
+
+/// The packed-key radix sort (integer key) through the memory broker: in memory it sorts every row itself; under
+/// a 4 MiB budget it hands over to DataFusion's sort, which spills; all memory comes back either way.
+#[test]
+fn radix_sort_in_memory_and_handed_over_under_a_small_budget() {
+    let s = schema();
+    let order = vec![pb::SortOrder { child: Some(col(0, &DataType::Int64)), ascending: false, nulls_first: false }];
+    let sort = op(1, pb::operator::Kind::Sort(pb::Sort { order, fetch: 0, radix: true }), vec![input(0, &s)]);
+    let plan = plan(sort, &s);
+    let keys = |batches: &[RecordBatch]| -> Vec<Option<i64>> { rows(batches).into_iter().map(|r| r.0).collect() };
+    for (budget, inputs) in [(usize::MAX, 40), (4 << 20, 200)] {
+        let inputs: Vec<_> = (0..inputs).map(|i| batch(4096, i * 4096)).collect();
+        let mut expected = keys(&inputs);
+        // DESC NULLS LAST.
+        expected.sort_by(|a, b| match (a, b) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, _) => std::cmp::Ordering::Greater,
+            (_, None) => std::cmp::Ordering::Less,
+            (Some(x), Some(y)) => y.cmp(x),
+        });
+        let broker = Arc::new(FixedBroker::new(budget));
+        let mut p = NativePlan::from_proto(&plan, vec![reader(inputs.clone(), s.clone())], broker.clone()).unwrap();
+        let mut out = vec![];
+        while let Some(b) = p.next_batch().unwrap() {
+            out.push(b);
+        }
+        assert_eq!(keys(&out), expected, "budget {budget}");
+        let m = p.metrics();
+        let named =
+            |n: &str| m.iter().flat_map(|o| o.named.iter()).filter(|(k, _)| k == n).map(|(_, v)| *v).sum::<u64>();
+        let spills: u64 = m.iter().map(|o| o.spill_count).sum();
+        if budget == usize::MAX {
+            assert_eq!((named("packed_sort_rows"), named("sort_fallbacks"), spills), (expected.len() as u64, 0, 0));
+        } else {
+            assert_eq!(named("sort_fallbacks"), 1);
+            assert!(spills > 0, "the merge sort it handed over to spilled");
+            assert!(broker.peak() <= 4 << 20);
+        }
+        drop(p);
+        assert_eq!(broker.used(), 0, "all memory returned at budget {budget}");
+    }
 }
 
 #[test]

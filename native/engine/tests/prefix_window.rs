@@ -1360,6 +1360,7 @@ fn window_over_a_native_sort() {
                 pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true },
             ],
             fetch: 0,
+            radix: true,
         }),
         window.children,
     );

@@ -2,9 +2,11 @@
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
 pub mod adaptive_aggregate;
 pub mod input;
+pub(crate) mod once;
 pub mod parquet_scan;
 pub mod prefix_window;
 pub mod radix_aggregate;
+pub mod radix_sort;
 pub mod range_source;
 pub mod shuffle_reader;
 pub mod shuffle_writer;
@@ -15,6 +17,7 @@ pub use adaptive_aggregate::AdaptiveAggregateExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
 pub use radix_aggregate::RadixAggregateExec;
+pub use radix_sort::RadixSortExec;
 pub use shuffle_reader::ShuffleBlockReader;
 pub use shuffle_writer::ShuffleWriterExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

@@ -18,7 +18,7 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, PrefixWindowExec, ShuffleWriterExec, SpillingHashJoinExec};
+use crate::operators::{InputExec, PrefixWindowExec, RadixSortExec, ShuffleWriterExec, SpillingHashJoinExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
@@ -105,7 +105,11 @@ impl Planner {
                 let input = children.remove(0);
                 let ordering = sort_ordering(&s.order, &input.schema())?;
                 let fetch = (s.fetch > 0).then_some(s.fetch as usize);
-                Arc::new(SortExec::new(ordering, input).with_fetch(fetch))
+                if s.radix && fetch.is_none() && RadixSortExec::supports(&ordering, input.as_ref()) {
+                    Arc::new(RadixSortExec::try_new(ordering, input)?)
+                } else {
+                    Arc::new(SortExec::new(ordering, input).with_fetch(fetch))
+                }
             }
             Kind::Limit(l) => {
                 expect_children(1)?;

@@ -29,7 +29,6 @@
 mod buckets;
 mod chunks;
 mod exec;
-mod source;
 mod stream;
 
 pub use buckets::batch_cost;

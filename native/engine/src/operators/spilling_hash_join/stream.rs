@@ -26,7 +26,7 @@ use futures::{Stream, StreamExt};
 use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
 use super::exec::SpillingHashJoinConfig;
-use super::source::{batches_stream, OnceExec};
+use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
 
 /// The join's metrics (shown per Spark operator).

@@ -98,6 +98,39 @@ class EmberOperatorSuite extends EmberQueryTest {
     }
   }
 
+  test(
+    "sort: integer-like keys go to the packed-key radix sort, other keys and the switch to DataFusion's sort"
+  ) {
+    def metric(df: DataFrame, name: String): Long =
+      nativeNodes(df).collect { case s: EmberSortExec => s.metrics(name).value }.sum
+    // Every packable type (boolean, byte … long, decimal(10, 2), date, timestamps) with nulls, both directions.
+    for (c <- Seq("b", "i8", "i16", "i32", "i64", "dec", "dt", "ts", "ntz")) {
+      val df = checkSparkAnswerAndNative(
+        data.sort(col(c).desc_nulls_first, col("i32").asc_nulls_last, col("id")),
+        Seq(cls[EmberSortExec]),
+        ordered = true
+      )
+      assert(metric(df, "packed_sort_rows") == 3000, s"$c: every row radix sorted")
+      assert(metric(df, "sort_fallbacks") == 0, c)
+    }
+    // Window-shaped keys over a shuffle: (partition key, order key) per task.
+    val df = checkSparkAnswerAndNative(
+      data.repartition(3, col("i16")).sortWithinPartitions(col("i16"), col("id").desc),
+      Seq(cls[EmberSortExec]),
+      ordered = true
+    )
+    assert(metric(df, "packed_sort_rows") == 3000)
+    // A string key, or the switch off: DataFusion's sort, the same rows in the same order.
+    val strings =
+      checkSparkAnswerAndNative(data.sort(col("s"), col("id")), Seq(cls[EmberSortExec]), ordered = true)
+    assert(metric(strings, "packed_sort_rows") == 0)
+    withSQLConf("spark.ember.sort.radix.enabled" -> "false") {
+      val off =
+        checkSparkAnswerAndNative(data.sort(col("i64"), col("id")), Seq(cls[EmberSortExec]), ordered = true)
+      assert(metric(off, "packed_sort_rows") == 0)
+    }
+  }
+
   test("sort: multiple keys, NaN largest and -0.0 == 0.0 as Spark orders them") {
     checkSparkAnswerAndNative(
       data.sort(col("f64").desc, col("b"), col("id")),

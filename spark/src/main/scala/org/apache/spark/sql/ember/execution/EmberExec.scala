@@ -131,6 +131,15 @@ case class EmberSortExec(
   override def simpleString(maxFields: Int): String =
     s"EmberSortExec ${sortOrder.mkString("[", ", ", "]")}, global=$global"
   override protected def withNewChildInternal(newChild: SparkPlan): EmberSortExec = copy(child = newChild)
+
+  /** Named as the native radix sort's counters. */
+  override protected def operatorMetrics: Map[String, SQLMetric] = Map(
+    "packed_sort_rows" -> SQLMetrics.createMetric(sparkContext, "rows sorted by packed-key radix sort"),
+    "sort_fallbacks" -> SQLMetrics.createMetric(
+      sparkContext,
+      "sorts handed to the merge sort (memory, key width)"
+    )
+  )
 }
 
 case class EmberLocalLimitExec(limit: Int, child: SparkPlan, nativeOperator: proto.Operator)

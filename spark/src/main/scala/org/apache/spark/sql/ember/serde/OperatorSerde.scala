@@ -80,7 +80,7 @@ object SortSerde extends OperatorSerde[SortExec] {
         _ <- checkSchema(plan.child.output)
         order <- sortOrder(plan.sortOrder, plan.child.output)
       } yield {
-        val b = proto.Sort.newBuilder()
+        val b = proto.Sort.newBuilder().setRadix(EmberConf.SORT_RADIX.get())
         order.foreach(b.addOrder)
         op(_.setSort(b))
       }

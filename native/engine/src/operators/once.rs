@@ -1,4 +1,5 @@
-//! A one-shot leaf that hands a ready stream to the `HashJoinExec` run inside the spilling join.
+//! A one-shot leaf that hands a ready stream to a DataFusion operator run inside one of Ember's (the spilling
+//! join's `HashJoinExec`, the radix sort's fallback `SortExec`).
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
