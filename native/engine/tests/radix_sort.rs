@@ -236,3 +236,29 @@ fn under_a_small_pool_the_sort_spills_or_gathers_in_chunks_and_returns_its_memor
     assert!(fallbacks.iter().filter(|(s, _, _)| *s >= 185).all(|(_, f, _)| *f == 0), "{fallbacks:?}");
     assert!(fallbacks.iter().filter(|(s, _, _)| *s < 185).all(|(_, f, _)| *f == 1), "{fallbacks:?}");
 }
+
+/// Columns of a batch that share one buffer (as a shuffle block's decoded columns share its body) are reserved
+/// once, not once per column: under a pool of ~3x the real bytes the input is radix sorted, not handed over.
+#[test]
+fn buffers_shared_by_columns_are_reserved_once() {
+    let rows = 50_000usize;
+    let s =
+        Arc::new(Schema::new((0..8).map(|c| Field::new(format!("c{c}"), DataType::Int64, false)).collect::<Vec<_>>()));
+    let batches: Vec<RecordBatch> = (0..10)
+        .map(|b| {
+            let n = rows / 10;
+            let shared = Int64Array::from_iter_values((0..(n * 8) as i64).map(|i| (i * 7919 + b as i64) % 100_003));
+            let cols = (0..8).map(|c| Arc::new(shared.slice(c * n, n)) as ArrayRef).collect();
+            RecordBatch::try_new(s.clone(), cols).unwrap()
+        })
+        .collect();
+    let real = rows * 8 * 8;
+    assert!(batches[0].get_array_memory_size() * 10 > 4 * real, "each column reports the batch's whole buffer");
+    let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(3 * real));
+    let ordering = LexOrdering::new([PhysicalSortExpr::new(col("c0", &s).unwrap(), SortOptions::default())]).unwrap();
+    let radix = Arc::new(RadixSortExec::try_new(ordering, source(&batches, &s)).unwrap());
+    let out = run(radix.clone(), ctx(1000, Some(pool.clone()), None)).unwrap();
+    assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), rows);
+    assert_eq!(named(radix.as_ref(), "sort_fallbacks"), 0);
+    assert_eq!(pool.reserved(), 0);
+}

@@ -6,6 +6,7 @@ use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array
 use arrow::compute::{concat, interleave, take};
 use arrow::datatypes::SchemaRef;
 use datafusion_common::tree_node::TreeNodeRecursion;
+use datafusion_common::utils::memory::get_record_batch_memory_size;
 use datafusion_common::{internal_err, Result};
 use datafusion_execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion_execution::TaskContext;
@@ -143,7 +144,7 @@ impl Sorter {
             if batch.num_rows() == 0 {
                 continue;
             }
-            if self.reservation.try_grow(batch.get_array_memory_size()).is_err() {
+            if self.reservation.try_grow(get_record_batch_memory_size(&batch)).is_err() {
                 return self.hand_over(batches, Some(batch), input);
             }
             batches.push(batch);
@@ -335,7 +336,7 @@ impl Iterator for OutputStream {
         if let Some(Ok(b)) = &batch {
             self.baseline.record_output(b.num_rows());
             if matches!(self.output, SortedOutput::Ready(_)) {
-                self.reservation.shrink(b.get_array_memory_size().min(self.reservation.size()));
+                self.reservation.shrink(get_record_batch_memory_size(b).min(self.reservation.size()));
             }
         }
         batch
