@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array, Int8Array, RecordBatch,
-    TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int32Array, Int64Array,
+    Int8Array, RecordBatch, TimestampMicrosecondArray,
 };
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -21,9 +21,10 @@ use datafusion_physical_expr::expressions::col;
 use datafusion_physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion_physical_plan::sorts::sort::SortExec;
 use datafusion_physical_plan::ExecutionPlan;
+use ember_engine::expressions::normalize::NormalizeFloatExpr;
 use ember_engine::operators::RadixSortExec;
 
-const KEYS: [&str; 8] = ["i8", "i32", "i64", "b", "d", "ts", "dec", "wide"];
+const KEYS: [&str; 10] = ["i8", "i32", "i64", "b", "d", "ts", "dec", "f64", "f32", "wide"];
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -34,6 +35,8 @@ fn schema() -> SchemaRef {
         Field::new("d", DataType::Date32, true),
         Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
         Field::new("dec", DataType::Decimal128(12, 2), true),
+        Field::new("f64", DataType::Float64, true),
+        Field::new("f32", DataType::Float32, true),
         Field::new("wide", DataType::Int64, true),
         // The row's input position: the tie-breaker that makes the reference order total.
         Field::new("pos", DataType::Int64, false),
@@ -53,7 +56,7 @@ fn data(batches: usize, rows: usize, seed: u64) -> Vec<RecordBatch> {
     (0..batches)
         .map(|b| {
             let n = if b % 5 == 3 { 0 } else { rows - (next() as usize % (rows / 2 + 1)) };
-            let mut r: Vec<u64> = (0..n * 9).map(|_| next()).collect();
+            let mut r: Vec<u64> = (0..n * 11).map(|_| next()).collect();
             let mut take = || r.pop().unwrap();
             let mut cols: Vec<ArrayRef> = vec![];
             let null = |v: u64| v.is_multiple_of(11);
@@ -86,6 +89,13 @@ fn data(batches: usize, rows: usize, seed: u64) -> Vec<RecordBatch> {
                 .collect::<Decimal128Array>()
                 .with_precision_and_scale(12, 2)
                 .unwrap();
+            // Spark's float order: -0.0 = 0.0, every NaN equal and above +Infinity.
+            let special =
+                [f64::NAN, -f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, 1.5, -2.25, 1e300, -1e-300];
+            let f64s: Float64Array =
+                (0..n).map(|_| take()).map(|v| (!null(v)).then_some(special[(v % 10) as usize])).collect();
+            let f32s: Float32Array =
+                (0..n).map(|_| take()).map(|v| (!null(v)).then_some(special[(v % 10) as usize] as f32)).collect();
             // Any long at all: two such keys cannot pack into 128 bits.
             let wide: Int64Array = (0..n).map(|_| take()).map(|v| (!null(v)).then_some(v as i64)).collect();
             let p: Int64Array = (pos..pos + n as i64).collect();
@@ -98,6 +108,8 @@ fn data(batches: usize, rows: usize, seed: u64) -> Vec<RecordBatch> {
                 Arc::new(ds),
                 Arc::new(ts),
                 Arc::new(dec),
+                Arc::new(f64s),
+                Arc::new(f32s),
                 Arc::new(wide),
                 Arc::new(p),
             ]);
@@ -106,10 +118,12 @@ fn data(batches: usize, rows: usize, seed: u64) -> Vec<RecordBatch> {
         .collect()
 }
 
+/// Keys as the planner builds them: float keys normalized to Spark's order.
 fn ordering(keys: &[(&str, bool, bool)]) -> LexOrdering {
     let s = schema();
     LexOrdering::new(keys.iter().map(|&(c, descending, nulls_first)| {
-        PhysicalSortExpr::new(col(c, &s).unwrap(), SortOptions { descending, nulls_first })
+        let key = NormalizeFloatExpr::wrap_if_float(col(c, &s).unwrap(), &s).unwrap();
+        PhysicalSortExpr::new(key, SortOptions { descending, nulls_first })
     }))
     .unwrap()
 }

@@ -2,14 +2,16 @@
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::compute::SortOptions;
-use arrow::datatypes::{ArrowNativeType, DataType};
+use arrow::datatypes::{ArrowNativeType, DataType, Float32Type, Float64Type};
 
-/// Whether a sort key of this type can be packed: its values are integers whose numeric order is Spark's order
-/// (booleans false < true, dates and timestamps as their counts, decimals of one scale as unscaled longs).
+/// Whether a sort key of this type can be packed: its values map to integers whose numeric order is Spark's
+/// order (booleans false < true, dates and timestamps as their counts, decimals of one scale as unscaled longs,
+/// floats as their IEEE bits ordered, after Spark's normalization: -0.0 = 0.0, every NaN equal and largest).
 pub fn packable(data_type: &DataType) -> bool {
     use DataType::*;
     match data_type {
         Boolean | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | Date32 | Date64 | Timestamp(_, _) => true,
+        Float32 | Float64 => true,
         Decimal128(precision, _) => *precision <= 18,
         _ => false,
     }
@@ -22,12 +24,11 @@ pub struct KeyValues {
 }
 
 impl KeyValues {
-    /// Bytes this copy holds beyond the batch itself (none when the key already is a 64-bit column).
+    /// Bytes this copy holds beyond the batch itself (none when the key already is a 64-bit integer column).
     pub fn extra_bytes(array: &dyn Array) -> usize {
-        if array.data_type().primitive_width() == Some(8) {
-            0
-        } else {
-            array.len() * 8
+        match array.data_type() {
+            DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => 0,
+            _ => array.len() * 8,
         }
     }
 
@@ -46,6 +47,8 @@ impl KeyValues {
             UInt8 => widen::<u8>(array),
             UInt16 => widen::<u16>(array),
             UInt32 => widen::<u32>(array),
+            Float64 => array.as_primitive::<Float64Type>().values().iter().map(|&v| ordered_f64(v)).collect(),
+            Float32 => array.as_primitive::<Float32Type>().values().iter().map(|&v| ordered_f64(v as f64)).collect(),
             // Valid values of DECIMAL(p <= 18) fit a long; null slots may not, and are never read.
             Decimal128(_, _) => {
                 array.as_primitive::<arrow::datatypes::Decimal128Type>().values().iter().map(|&v| v as i64).collect()
@@ -67,6 +70,15 @@ impl KeyValues {
             .filter(move |(i, _)| all || self.nulls.as_ref().unwrap().is_valid(*i))
             .map(|(_, &v)| v)
     }
+}
+
+/// A float as a long in Spark's order: -0.0 as 0.0, every NaN as the canonical NaN (above +Infinity), then the
+/// IEEE bits with the magnitude bits of negatives flipped (`f64::total_cmp`'s key). Widening a float to a double
+/// keeps its order.
+fn ordered_f64(v: f64) -> i64 {
+    let v = if v.is_nan() { f64::NAN } else { v + 0.0 };
+    let bits = v.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// Where one key sits in the packed value and how its values become codes: `code = |value - base| + offset`
@@ -365,6 +377,18 @@ mod tests {
         assert_eq!(values, expected);
         radix_sort(&mut narrow, 15, 13);
         assert_eq!(narrow, expected.iter().map(|&v| v as u64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn floats_order_as_spark_orders_them() {
+        let ordered = [f64::NEG_INFINITY, -1.5, -f64::MIN_POSITIVE, 0.0, 1e-300, 2.0, f64::INFINITY, f64::NAN];
+        for w in ordered.windows(2) {
+            assert!(ordered_f64(w[0]) < ordered_f64(w[1]), "{} < {}", w[0], w[1]);
+        }
+        assert_eq!(ordered_f64(-0.0), ordered_f64(0.0));
+        assert_eq!(ordered_f64(-f64::NAN), ordered_f64(f64::NAN));
+        assert_eq!(ordered_f64(f64::from_bits(0x7ff0_0000_0000_0001)), ordered_f64(f64::NAN));
+        assert!(ordered_f64(f32::MAX as f64) < ordered_f64(f32::INFINITY as f64));
     }
 
     #[test]

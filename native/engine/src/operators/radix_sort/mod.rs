@@ -2,7 +2,8 @@
 //!
 //! Spark sorts by a radix sort of an 8-byte key prefix; DataFusion sorts each input batch and merges the
 //! sorted batches (a k-way merge over row-encoded keys, ~log2(k) comparisons per row). When every sort key is
-//! an integer-like column (boolean, byte … long, date, timestamp, decimal up to 18 digits), this operator does
+//! an integer-like or floating-point column (boolean, byte … long, float, double, date, timestamp, decimal up
+//! to 18 digits; floats as their IEEE bits in total order after Spark's normalization), this operator does
 //! neither: it buffers its whole input under its memory reservation, finds each key's range of values (min …
 //! max, plus one code for NULL when there are nulls, placed first or last as asked; descending keys count down
 //! from the max), and packs every row's key codes, most significant key first, into one `u128` in as few bits

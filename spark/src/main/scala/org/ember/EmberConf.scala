@@ -58,7 +58,8 @@ object EmberConf {
     "spark.ember.sort.radix.enabled",
     default = true,
     "Sort a native sort's input by packing each row's keys into one integer and radix sorting it, when every " +
-      "key is a boolean, integral, date, timestamp or DECIMAL(p <= 18) expression and the task's key ranges " +
+      "key is a boolean, integral, float, double, date, timestamp or DECIMAL(p <= 18) expression and the task's " +
+      "key ranges " +
       "pack into 128 bits with the row's position (else, and when the memory pool refuses the whole input, " +
       "DataFusion's merge sort, which spills). The same key order either way; with the radix sort, rows with equal " +
       "keys also keep their input order."

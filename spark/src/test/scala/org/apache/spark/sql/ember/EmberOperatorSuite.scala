@@ -99,12 +99,13 @@ class EmberOperatorSuite extends EmberQueryTest {
   }
 
   test(
-    "sort: integer-like keys go to the packed-key radix sort, other keys and the switch to DataFusion's sort"
+    "sort: integer-like and float keys go to the packed-key radix sort, strings and the switch to DataFusion's"
   ) {
     def metric(df: DataFrame, name: String): Long =
       nativeNodes(df).collect { case s: EmberSortExec => s.metrics(name).value }.sum
-    // Every packable type (boolean, byte … long, decimal(10, 2), date, timestamps) with nulls, both directions.
-    for (c <- Seq("b", "i8", "i16", "i32", "i64", "dec", "dt", "ts", "ntz")) {
+    // Every packable type (boolean, byte … long, float, double with NaN and -0.0, decimal(10, 2), date,
+    // timestamps) with nulls, both directions.
+    for (c <- Seq("b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "dt", "ts", "ntz")) {
       val df = checkSparkAnswerAndNative(
         data.sort(col(c).desc_nulls_first, col("i32").asc_nulls_last, col("id")),
         Seq(cls[EmberSortExec]),
