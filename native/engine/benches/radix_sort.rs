@@ -1,7 +1,7 @@
 //! Sort of the window benchmark's shuffled input — (seller BIGINT, day INT) keys and 6 nullable BIGINT
 //! measures, 1M rows arriving as 200 batches — by DataFusion's `SortExec` and by `RadixSortExec`, side by
 //! side in one run, as ratios; once with each batch already sorted (as shuffle blocks of sorted map output
-//! arrive) and once with the rows in random order.
+//! arrive), once with the rows in random order, and once with sellers spread over the whole 64-bit range.
 //!
 //!     cargo bench -p ember-engine --bench radix_sort [-- <rows> <repeat>]
 use std::sync::Arc;
@@ -53,13 +53,29 @@ fn main() {
     let random_batches: Vec<RecordBatch> =
         shuffled.chunks(shuffled.len().div_ceil(parts as usize)).map(batch_of).collect();
 
+    // Keys over the whole 64-bit range (hashes): nothing to compress, the widest packed values (u128).
+    let wide_batches: Vec<RecordBatch> = random_batches
+        .iter()
+        .map(|b| {
+            let mut cols = b.columns().to_vec();
+            let seller = cols[0].as_any().downcast_ref::<Int64Array>().unwrap();
+            cols[0] =
+                Arc::new(seller.iter().map(|v| v.map(|v| hash(v as u64 * 31 + 7) as i64)).collect::<Int64Array>());
+            RecordBatch::try_new(schema.clone(), cols).unwrap()
+        })
+        .collect();
+
     let ordering = LexOrdering::new(["seller", "day"].map(|c| {
         PhysicalSortExpr::new(col(c, &schema).unwrap(), SortOptions { descending: false, nulls_first: true })
     }))
     .unwrap();
     let ctx = Arc::new(TaskContext::default().with_session_config(SessionConfig::new().with_batch_size(8192)));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    for (label, batches) in [("batches each sorted", &sorted_batches), ("random order", &random_batches)] {
+    for (label, batches) in [
+        ("batches each sorted", &sorted_batches),
+        ("random order", &random_batches),
+        ("random order, sellers as 64-bit hashes", &wide_batches),
+    ] {
         println!("{} rows in {} batches, {label}; best of {repeat}", sellers * 180, batches.len());
         let mut baseline = 0.0;
         for radix in [false, true] {
