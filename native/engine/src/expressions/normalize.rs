@@ -42,8 +42,9 @@ impl NormalizeFloatExpr {
     }
 }
 
+/// A double as Spark compares it: any NaN as the canonical NaN, -0.0 as 0.0.
 #[inline]
-fn norm64(v: f64) -> f64 {
+pub(crate) fn norm64(v: f64) -> f64 {
     if v.is_nan() {
         f64::NAN
     } else {

@@ -164,8 +164,9 @@ impl Sorter {
                 .iter()
                 .map(|e| e.expr.evaluate(batch)?.into_array(batch.num_rows()))
                 .collect::<Result<Vec<ArrayRef>>>()?;
-            key_bytes += arrays.iter().map(|a| KeyValues::extra_bytes(a.as_ref())).sum::<usize>();
-            keys.push(arrays.iter().map(KeyValues::new).collect::<Vec<_>>());
+            let values = arrays.iter().map(KeyValues::new).collect::<Vec<_>>();
+            key_bytes += values.iter().map(KeyValues::extra_bytes).sum::<usize>();
+            keys.push(values);
         }
         let options: Vec<_> = self.ordering.iter().map(|e| e.options).collect();
         let layout = KeyLayout::try_new(&keys, &options, &rows);
@@ -263,13 +264,12 @@ fn gather_by_column(
             cols.push(take(whole.as_ref(), idx, None)?);
         }
     }
-    out.into_iter()
-        .zip(&chunks)
-        .map(|(cols, idx)| {
-            let options = RecordBatchOptions::new().with_row_count(Some(idx.len()));
-            Ok(RecordBatch::try_new_with_options(schema.clone(), cols, &options)?)
-        })
-        .collect()
+    out.into_iter().zip(&chunks).map(|(cols, idx)| Ok(output_batch(schema, cols, idx.len())?)).collect()
+}
+
+/// An output batch of `rows` rows (a schema without columns still has its rows).
+fn output_batch(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> arrow::error::Result<RecordBatch> {
+    RecordBatch::try_new_with_options(schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(rows)))
 }
 
 enum SortedOutput {
@@ -308,11 +308,7 @@ impl SortedOutput {
                         interleave(&arrays, &positions)
                     })
                     .collect::<std::result::Result<Vec<_>, _>>();
-                let options = RecordBatchOptions::new().with_row_count(Some(positions.len()));
-                Some(
-                    cols.and_then(|c| RecordBatch::try_new_with_options(schema.clone(), c, &options))
-                        .map_err(Into::into),
-                )
+                Some(cols.and_then(|c| output_batch(schema, c, positions.len())).map_err(Into::into))
             }
         }
     }

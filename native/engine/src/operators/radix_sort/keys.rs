@@ -1,8 +1,10 @@
-//! Packing a row's sort keys and its position into one `u128`, and the LSD radix sort over those values.
+//! Packing a row's sort keys and its position into one `u64` or `u128`, and the LSD radix sort over those values.
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::compute::SortOptions;
-use arrow::datatypes::{ArrowNativeType, DataType, Float32Type, Float64Type};
+use arrow::datatypes::{ArrowNativeType, DataType, Decimal128Type, Float32Type, Float64Type};
+
+use crate::expressions::normalize::norm64;
 
 /// Whether a sort key of this type can be packed: its values map to integers whose numeric order is Spark's
 /// order (booleans false < true, dates and timestamps as their counts, decimals of one scale as unscaled longs,
@@ -21,14 +23,17 @@ pub fn packable(data_type: &DataType) -> bool {
 pub struct KeyValues {
     values: ScalarBuffer<i64>,
     nulls: Option<NullBuffer>,
+    /// Whether `values` is a copy (else the key column's own buffer).
+    copied: bool,
 }
 
 impl KeyValues {
-    /// Bytes this copy holds beyond the batch itself (none when the key already is a 64-bit integer column).
-    pub fn extra_bytes(array: &dyn Array) -> usize {
-        match array.data_type() {
-            DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => 0,
-            _ => array.len() * 8,
+    /// Bytes this holds beyond the batch itself.
+    pub fn extra_bytes(&self) -> usize {
+        if self.copied {
+            self.values.len() * 8
+        } else {
+            0
         }
     }
 
@@ -39,6 +44,7 @@ impl KeyValues {
             values.iter().map(|&v| v.into()).collect()
         }
         use DataType::*;
+        let nulls = array.nulls().filter(|n| n.null_count() > 0).cloned();
         let values = match array.data_type() {
             Boolean => array.as_boolean().values().iter().map(i64::from).collect(),
             Int8 => widen::<i8>(array),
@@ -50,16 +56,15 @@ impl KeyValues {
             Float64 => array.as_primitive::<Float64Type>().values().iter().map(|&v| ordered_f64(v)).collect(),
             Float32 => array.as_primitive::<Float32Type>().values().iter().map(|&v| ordered_f64(v as f64)).collect(),
             // Valid values of DECIMAL(p <= 18) fit a long; null slots may not, and are never read.
-            Decimal128(_, _) => {
-                array.as_primitive::<arrow::datatypes::Decimal128Type>().values().iter().map(|&v| v as i64).collect()
-            }
+            Decimal128(_, _) => array.as_primitive::<Decimal128Type>().values().iter().map(|&v| v as i64).collect(),
+            // 64-bit integers (longs, dates as ms, timestamps): the column's own buffer, not a copy.
             _ => {
                 let data = array.to_data();
-                ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len())
+                let values = ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len());
+                return Self { values, nulls, copied: false };
             }
         };
-        let nulls = array.nulls().filter(|n| n.null_count() > 0).cloned();
-        Self { values, nulls }
+        Self { values, nulls, copied: true }
     }
 
     fn valid(&self) -> impl Iterator<Item = i64> + '_ {
@@ -76,8 +81,7 @@ impl KeyValues {
 /// IEEE bits with the magnitude bits of negatives flipped (`f64::total_cmp`'s key). Widening a float to a double
 /// keeps its order.
 fn ordered_f64(v: f64) -> i64 {
-    let v = if v.is_nan() { f64::NAN } else { v + 0.0 };
-    let bits = v.to_bits() as i64;
+    let bits = norm64(v).to_bits() as i64;
     bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
@@ -223,43 +227,32 @@ pub trait Packed: Copy + Ord + Default + Send + 'static {
     fn low_bits(self, bits: u32) -> u64;
 }
 
-impl Packed for u64 {
-    #[inline]
-    fn from_u128(v: u128) -> Self {
-        v as u64
-    }
-    #[inline]
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    #[inline]
-    fn digit(self, shift: u32) -> usize {
-        (self.checked_shr(shift).unwrap_or(0) as usize) & (BUCKETS - 1)
-    }
-    #[inline]
-    fn low_bits(self, bits: u32) -> u64 {
-        self & (1u64.checked_shl(bits).unwrap_or(0).wrapping_sub(1))
-    }
+macro_rules! packed {
+    ($t:ty) => {
+        impl Packed for $t {
+            #[inline]
+            fn from_u128(v: u128) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn or(self, other: Self) -> Self {
+                self | other
+            }
+            // `shift` stays below the type's width: the radix passes cover only the packed bits.
+            #[inline]
+            fn digit(self, shift: u32) -> usize {
+                (self >> shift) as usize & (BUCKETS - 1)
+            }
+            // A position has at most 32 bits.
+            #[inline]
+            fn low_bits(self, bits: u32) -> u64 {
+                (self & ((1 << bits) - 1)) as u64
+            }
+        }
+    };
 }
-
-impl Packed for u128 {
-    #[inline]
-    fn from_u128(v: u128) -> Self {
-        v
-    }
-    #[inline]
-    fn or(self, other: Self) -> Self {
-        self | other
-    }
-    #[inline]
-    fn digit(self, shift: u32) -> usize {
-        (self.checked_shr(shift).unwrap_or(0) as usize) & (BUCKETS - 1)
-    }
-    #[inline]
-    fn low_bits(self, bits: u32) -> u64 {
-        (self & ((1u128 << bits) - 1)) as u64
-    }
-}
+packed!(u64);
+packed!(u128);
 
 const DIGIT_BITS: u32 = 11;
 const BUCKETS: usize = 1 << DIGIT_BITS;
