@@ -11,3 +11,6 @@ pub mod spark_hash;
 pub mod unsafe_row;
 
 pub use ember_proto as proto;
+
+#[cfg(test)]
+mod layering_tests;

@@ -13,10 +13,11 @@ use datafusion_physical_expr::expressions::{Column, Literal};
 use datafusion_physical_expr::PhysicalExpr;
 use ember_engine::error::find_spark_error;
 use ember_engine::expressions::arithmetic;
-use ember_engine::proto as pb;
+use ember_engine::expressions::arithmetic::Op;
+use ember_engine::expressions::Mode;
 
-use pb::ArithOp::{Add, Divide, IntegralDivide, Multiply, Remainder, Subtract};
-use pb::EvalMode::{Ansi, Legacy, Try};
+use Mode::{Ansi, Legacy, Try};
+use Op::{Add, Div as Divide, IntDiv as IntegralDivide, Mul as Multiply, Rem as Remainder, Sub as Subtract};
 
 const CONFIG: (&str, &str) = ("config", "\"spark.sql.ansi.enabled\"");
 
@@ -25,12 +26,7 @@ fn schema2(dt: &DataType) -> Arc<Schema> {
 }
 
 /// Evaluates `a op b` over two columns; an error comes back as (error class, params).
-fn run(
-    op: pb::ArithOp,
-    mode: pb::EvalMode,
-    a: ArrayRef,
-    b: ArrayRef,
-) -> Result<ArrayRef, (String, Vec<(String, String)>)> {
+fn run(op: Op, mode: Mode, a: ArrayRef, b: ArrayRef) -> Result<ArrayRef, (String, Vec<(String, String)>)> {
     let dt = a.data_type().clone();
     let result = if op == IntegralDivide { DataType::Int64 } else { dt.clone() };
     let schema = schema2(&dt);
@@ -290,7 +286,7 @@ fn floating_point() {
     assert_eq!(f64s(&run(Divide, Ansi, d(vec![None]), d(vec![Some(0.0)])).unwrap()), vec![None]);
 }
 
-fn negate(mode: pb::EvalMode, a: ArrayRef) -> Result<ArrayRef, (String, Vec<(String, String)>)> {
+fn negate(mode: Mode, a: ArrayRef) -> Result<ArrayRef, (String, Vec<(String, String)>)> {
     let schema = Arc::new(Schema::new(vec![Field::new("a", a.data_type().clone(), true)]));
     let batch = RecordBatch::try_new(Arc::clone(&schema), vec![a]).unwrap();
     let e = arithmetic::create_negate(Arc::new(Column::new("a", 0)), mode, &schema).unwrap();

@@ -18,7 +18,8 @@ use datafusion_physical_expr::expressions::{Column, Literal};
 use datafusion_physical_expr::PhysicalExpr;
 use ember_engine::error::find_spark_error;
 use ember_engine::expressions::arithmetic;
-use ember_engine::proto as pb;
+use ember_engine::expressions::arithmetic::Op;
+use ember_engine::expressions::Mode;
 
 const GOLDEN: &str = include_str!("data/decimal_arithmetic_spark.tsv");
 
@@ -77,16 +78,16 @@ fn render_error(e: &datafusion_common::DataFusionError) -> String {
     s
 }
 
-const MODES: [pb::EvalMode; 3] = [pb::EvalMode::Legacy, pb::EvalMode::Ansi, pb::EvalMode::Try];
+const MODES: [Mode; 3] = [Mode::Legacy, Mode::Ansi, Mode::Try];
 
-fn op_of(name: &str) -> pb::ArithOp {
+fn op_of(name: &str) -> Op {
     match name {
-        "add" => pb::ArithOp::Add,
-        "sub" => pb::ArithOp::Subtract,
-        "mul" => pb::ArithOp::Multiply,
-        "div" => pb::ArithOp::Divide,
-        "rem" => pb::ArithOp::Remainder,
-        "idiv" => pb::ArithOp::IntegralDivide,
+        "add" => Op::Add,
+        "sub" => Op::Sub,
+        "mul" => Op::Mul,
+        "div" => Op::Div,
+        "rem" => Op::Rem,
+        "idiv" => Op::IntDiv,
         o => panic!("op {o}"),
     }
 }
@@ -234,7 +235,7 @@ fn decimal_unary_minus_matches_spark() {
             vec![Arc::new(Decimal128Array::from(vec![u]).with_data_type(t.clone()))],
         )
         .unwrap();
-        for mode in [pb::EvalMode::Legacy, pb::EvalMode::Ansi] {
+        for mode in [Mode::Legacy, Mode::Ansi] {
             // Above 34 digits Spark negates through a Scala BigDecimal that rounds to 34 digits (HALF_EVEN) and
             // may then fail.
             let e = arithmetic::create_negate(Arc::new(Column::new("a", 0)), mode, &schema).unwrap();
@@ -258,8 +259,7 @@ fn golden_scalar_scalar_is_scalar() {
             .unwrap();
     let l = Arc::new(Literal::new(ScalarValue::Decimal128(Some(15), 3, 1)));
     let r = Arc::new(Literal::new(ScalarValue::Decimal128(Some(10), 3, 1)));
-    let e =
-        arithmetic::create(pb::ArithOp::Divide, l, r, DataType::Decimal128(9, 6), pb::EvalMode::Ansi, &schema).unwrap();
+    let e = arithmetic::create(Op::Div, l, r, DataType::Decimal128(9, 6), Mode::Ansi, &schema).unwrap();
     match e.evaluate(&batch).unwrap() {
         ColumnarValue::Scalar(ScalarValue::Decimal128(Some(v), 9, 6)) => assert_eq!(v, 1_500_000),
         other => panic!("{other:?}"),

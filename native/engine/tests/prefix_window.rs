@@ -1030,7 +1030,8 @@ fn exec_window_segments(
     use datafusion_execution::memory_pool::GreedyMemoryPool;
     use datafusion_execution::runtime_env::RuntimeEnvBuilder;
     use datafusion_execution::TaskContext;
-    use ember_engine::operators::{InputExec, PrefixWindowExec};
+    use ember_engine::operators::InputExec;
+    use ember_engine::planner::window::create_window;
     let s = schema();
     let plan = window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0);
     let window = match with_segment_rows(plan, segment_rows).root.unwrap().kind {
@@ -1038,8 +1039,7 @@ fn exec_window_segments(
         _ => unreachable!(),
     };
     let input = Arc::new(InputExec::new(0, s.clone(), reader(input, s)));
-    let exec: Arc<dyn datafusion_physical_plan::ExecutionPlan> =
-        Arc::new(PrefixWindowExec::try_new(&window, input).unwrap());
+    let exec = create_window(&window, input).unwrap();
     let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(GreedyMemoryPool::new(pool_bytes))).build_arc();
     let ctx = Arc::new(TaskContext::default().with_runtime(runtime.unwrap()));
     let out = futures::executor::block_on(datafusion_physical_plan::collect(exec.clone(), ctx));

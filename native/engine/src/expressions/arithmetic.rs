@@ -33,7 +33,6 @@ use datafusion_common::{DataFusionError, Result, ScalarValue};
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::expressions::{Column, Literal};
 use datafusion_physical_expr::PhysicalExpr;
-use ember_proto as pb;
 
 use crate::error::{plan_error, SparkError};
 
@@ -47,19 +46,6 @@ pub enum Op {
     Div,
     Rem,
     IntDiv,
-}
-
-impl From<pb::ArithOp> for Op {
-    fn from(o: pb::ArithOp) -> Self {
-        match o {
-            pb::ArithOp::Add => Op::Add,
-            pb::ArithOp::Subtract => Op::Sub,
-            pb::ArithOp::Multiply => Op::Mul,
-            pb::ArithOp::Divide => Op::Div,
-            pb::ArithOp::Remainder => Op::Rem,
-            pb::ArithOp::IntegralDivide => Op::IntDiv,
-        }
-    }
 }
 
 impl Op {
@@ -132,15 +118,13 @@ impl std::hash::Hash for SparkArithmeticExpr {
 /// Creates Spark's `+ - * / % div` for the operand types Spark resolved. Unsupported combinations are plan errors
 /// (the JVM side falls back to Spark for them).
 pub fn create(
-    op: pb::ArithOp,
+    op: Op,
     left: Arc<dyn PhysicalExpr>,
     right: Arc<dyn PhysicalExpr>,
     result_type: DataType,
-    mode: pb::EvalMode,
+    mode: Mode,
     schema: &Schema,
 ) -> Result<Arc<dyn PhysicalExpr>> {
-    let op = Op::from(op);
-    let mode = Mode::from(mode);
     let lt = left.data_type(schema)?;
     let rt = right.data_type(schema)?;
     let unsupported = || {
@@ -1128,12 +1112,7 @@ impl std::hash::Hash for SparkNegateExpr {
 }
 
 /// Creates Spark's unary minus. `UnaryMinus` has no TRY mode in Spark, so TRY is a plan error.
-pub fn create_negate(
-    child: Arc<dyn PhysicalExpr>,
-    mode: pb::EvalMode,
-    schema: &Schema,
-) -> Result<Arc<dyn PhysicalExpr>> {
-    let mode = Mode::from(mode);
+pub fn create_negate(child: Arc<dyn PhysicalExpr>, mode: Mode, schema: &Schema) -> Result<Arc<dyn PhysicalExpr>> {
     let data_type = child.data_type(schema)?;
     if mode == Mode::Try {
         return Err(plan_error("unary minus has no TRY mode in Spark"));
@@ -1316,12 +1295,7 @@ mod tests {
         .unwrap()
     }
 
-    fn make(
-        op: pb::ArithOp,
-        mode: pb::EvalMode,
-        l: Arc<dyn PhysicalExpr>,
-        r: Arc<dyn PhysicalExpr>,
-    ) -> Arc<dyn PhysicalExpr> {
+    fn make(op: Op, mode: Mode, l: Arc<dyn PhysicalExpr>, r: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
         let b = batch(vec![], vec![], vec![]);
         create(op, l, r, DataType::Int64, mode, &b.schema()).unwrap()
     }
@@ -1330,12 +1304,8 @@ mod tests {
     fn right_operand_only_where_left_is_not_null() {
         // The failing operand would raise on row 1, where the left operand is NULL: Spark never evaluates it there.
         let b = batch(vec![Some(1), None, Some(3)], vec![Some(0); 3], vec![false, true, false]);
-        let e = make(
-            pb::ArithOp::Add,
-            pb::EvalMode::Ansi,
-            Arc::new(Column::new("a", 0)),
-            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
-        );
+        let e =
+            make(Op::Add, Mode::Ansi, Arc::new(Column::new("a", 0)), Arc::new(FailOnTrue::nulls(2, DataType::Int64)));
         let out = e.evaluate(&b).unwrap().into_array(3).unwrap();
         assert_eq!(out.null_count(), 3);
         // Where the left operand is not NULL, it is evaluated (and fails).
@@ -1347,37 +1317,21 @@ mod tests {
     fn dividend_only_where_divisor_allows() {
         // Divisor: 0, NULL, 2. The failing dividend would raise on rows 0 and 1.
         let b = batch(vec![None; 3], vec![Some(0), None, Some(2)], vec![true, true, false]);
-        for op in [pb::ArithOp::Remainder, pb::ArithOp::IntegralDivide] {
-            let e = make(
-                op,
-                pb::EvalMode::Legacy,
-                Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
-                Arc::new(Column::new("b", 1)),
-            );
+        for op in [Op::Rem, Op::IntDiv] {
+            let e =
+                make(op, Mode::Legacy, Arc::new(FailOnTrue::nulls(2, DataType::Int64)), Arc::new(Column::new("b", 1)));
             assert_eq!(e.evaluate(&b).unwrap().into_array(3).unwrap().null_count(), 3);
             // Under ANSI a zero divisor needs the dividend (a NULL dividend gives NULL, not an error).
-            let e = make(
-                op,
-                pb::EvalMode::Ansi,
-                Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
-                Arc::new(Column::new("b", 1)),
-            );
+            let e =
+                make(op, Mode::Ansi, Arc::new(FailOnTrue::nulls(2, DataType::Int64)), Arc::new(Column::new("b", 1)));
             assert!(e.evaluate(&b).is_err());
         }
         // TRY `%` behaves like LEGACY, TRY `div` like ANSI (Spark's IntegralDivide raises under TRY).
-        let e = make(
-            pb::ArithOp::Remainder,
-            pb::EvalMode::Try,
-            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
-            Arc::new(Column::new("b", 1)),
-        );
+        let e =
+            make(Op::Rem, Mode::Try, Arc::new(FailOnTrue::nulls(2, DataType::Int64)), Arc::new(Column::new("b", 1)));
         assert!(e.evaluate(&b).is_ok());
-        let e = make(
-            pb::ArithOp::IntegralDivide,
-            pb::EvalMode::Try,
-            Arc::new(FailOnTrue::nulls(2, DataType::Int64)),
-            Arc::new(Column::new("b", 1)),
-        );
+        let e =
+            make(Op::IntDiv, Mode::Try, Arc::new(FailOnTrue::nulls(2, DataType::Int64)), Arc::new(Column::new("b", 1)));
         assert!(e.evaluate(&b).is_err());
     }
 

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn stops_when_the_task_is_killed() {
-        let reader = RangeReader::new(schema(), 0, 1, u64::MAX, 4, crate::operators::killed_after(2)).unwrap();
+        let reader = RangeReader::new(schema(), 0, 1, u64::MAX, 4, crate::operators::shared::killed_after(2)).unwrap();
         let got: Vec<_> = reader.collect();
         assert_eq!(got.len(), 3);
         assert!(got[..2].iter().all(|b| b.as_ref().unwrap().num_rows() == 4));

@@ -13,9 +13,10 @@ use ember_proto as pb;
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::{
-    arithmetic, cast, CoalesceExpr, HashExpr, HashFunction, LazyLogicalExpr, LogicalOp, MakeDecimalExpr,
+    arithmetic, cast, CoalesceExpr, HashExpr, HashFunction, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, Mode,
     NormalizeFloatExpr, QueryContextExpr, UnscaledValueExpr,
 };
+use arithmetic::Op;
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
 
@@ -140,8 +141,8 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             Arc::new(HashExpr::try_new(function, args, schema)?)
         }
         Kind::Arithmetic(a) => {
-            let op = pb::ArithOp::try_from(a.op).map_err(|_| plan_error("unknown arithmetic operator"))?;
-            let mode = pb::EvalMode::try_from(a.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            let op = arith_op(a.op)?;
+            let mode = eval_mode(a.eval_mode)?;
             let l = child(&a.left, schema, "arithmetic")?;
             let r = child(&a.right, schema, "arithmetic")?;
             let e = arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?;
@@ -149,7 +150,7 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             QueryContextExpr::wrap(e, a.query_context, &["BINARY_ARITHMETIC_OVERFLOW"])
         }
         Kind::UnaryMinus(u) => {
-            let mode = pb::EvalMode::try_from(u.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            let mode = eval_mode(u.eval_mode)?;
             let e = arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?;
             QueryContextExpr::wrap(e, u.query_context, &[])
         }
@@ -182,12 +183,32 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
             }
         }
         Kind::Cast(c) => {
-            let mode = pb::EvalMode::try_from(c.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
+            let mode = eval_mode(c.eval_mode)?;
             let to = required_type(&c.to)?;
             let e = cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?;
             // Spark raises these two from a cast without its query context.
             QueryContextExpr::wrap(e, c.query_context, &["CAST_OVERFLOW", "NUMERIC_OUT_OF_SUPPORTED_RANGE"])
         }
+    })
+}
+
+/// Spark's `EvalMode` from its proto value.
+pub fn eval_mode(m: i32) -> Result<Mode> {
+    Ok(match pb::EvalMode::try_from(m).map_err(|_| plan_error(format!("unknown eval mode {m}")))? {
+        pb::EvalMode::Legacy => Mode::Legacy,
+        pb::EvalMode::Ansi => Mode::Ansi,
+        pb::EvalMode::Try => Mode::Try,
+    })
+}
+
+fn arith_op(o: i32) -> Result<Op> {
+    Ok(match pb::ArithOp::try_from(o).map_err(|_| plan_error(format!("unknown arithmetic operator {o}")))? {
+        pb::ArithOp::Add => Op::Add,
+        pb::ArithOp::Subtract => Op::Sub,
+        pb::ArithOp::Multiply => Op::Mul,
+        pb::ArithOp::Divide => Op::Div,
+        pb::ArithOp::Remainder => Op::Rem,
+        pb::ArithOp::IntegralDivide => Op::IntDiv,
     })
 }
 

@@ -1,7 +1,9 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
 pub mod aggregate;
 pub mod expr;
+pub mod join;
 pub mod types;
+pub mod window;
 
 use std::sync::Arc;
 
@@ -18,20 +20,37 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, PrefixWindowExec, RadixSortExec, ShuffleWriterExec, SpillingHashJoinExec};
+use crate::operators::{InputExec, RadixSortExec, ShuffleWriterExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
-    fn walk(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {
-        if let Some(pb::operator::Kind::Input(input)) = &op.kind {
-            let schema = input.schema.as_ref().ok_or_else(|| plan_error("input without a schema"))?;
-            out.push((input.input_index as usize, Arc::new(types::to_arrow_schema(schema)?)));
-        }
-        op.children.iter().try_for_each(|c| walk(c, out))
-    }
     let mut out = vec![];
-    walk(plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?, &mut out)?;
+    collect_input_schemas(plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?, &mut out)?;
     Ok(out)
+}
+
+/// Whether the engine runs `op` natively over inputs of the schemas its `Input` leaves declare: the planning
+/// error, if any, is the reason it does not. Asked by the driver (no data, no memory, nothing executed), so that
+/// the engine alone decides what it supports and a disagreement is a fallback there, never a task failure.
+pub fn check_support(op: &pb::Operator) -> Result<()> {
+    let mut schemas = vec![];
+    collect_input_schemas(op, &mut schemas)?;
+    let count = schemas.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+    let mut inputs: Vec<BatchReader> = Vec::with_capacity(count);
+    for i in 0..count {
+        let schema = schemas.iter().find(|(idx, _)| *idx == i).map(|(_, s)| s.clone());
+        let schema = schema.ok_or_else(|| plan_error(format!("no input #{i} in the operator")))?;
+        inputs.push(Box::new(arrow::record_batch::RecordBatchIterator::new(std::iter::empty(), schema)));
+    }
+    Planner::new(inputs).create_plan(op).map(|_| ())
+}
+
+fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {
+    if let Some(pb::operator::Kind::Input(input)) = &op.kind {
+        let schema = input.schema.as_ref().ok_or_else(|| plan_error("input without a schema"))?;
+        out.push((input.input_index as usize, Arc::new(types::to_arrow_schema(schema)?)));
+    }
+    op.children.iter().try_for_each(|c| collect_input_schemas(c, out))
 }
 
 /// Builds one native plan. Remembers, for every proto operator id, the DataFusion node that implements it,
@@ -119,12 +138,12 @@ impl Planner {
             }
             Kind::Window(w) => {
                 expect_children(1)?;
-                Arc::new(PrefixWindowExec::try_new(w, children.remove(0))?)
+                window::create_window(w, children.remove(0))?
             }
             Kind::HashJoin(j) => {
                 expect_children(2)?;
                 let right = children.remove(1);
-                SpillingHashJoinExec::from_proto(j, children.remove(0), right)?
+                join::create_hash_join(j, children.remove(0), right)?
             }
             Kind::Aggregate(a) => {
                 expect_children(1)?;

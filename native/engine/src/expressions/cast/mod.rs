@@ -44,7 +44,6 @@ use arrow::record_batch::RecordBatch;
 use datafusion_common::{Result, ScalarValue};
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
-use ember_proto as pb;
 
 use crate::error::{plan_error, SparkError, SparkExceptionKind};
 
@@ -91,7 +90,7 @@ pub fn depends_on_java_double_to_string(from: &DataType, to: &DataType) -> bool 
 
 /// Whether CAST(`from` AS `to`) in `mode` with session time zone `timezone` runs natively, with the reason when
 /// it does not. [`create`] makes exactly this decision.
-pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &str) -> Result<(), String> {
+pub fn supported(from: &DataType, to: &DataType, mode: Mode, timezone: &str) -> Result<(), String> {
     if !known(from) || !known(to) {
         return Err(format!("cast from {from} to {to}: type not supported natively"));
     }
@@ -101,8 +100,7 @@ pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &
     // The session zone matters where a TIMESTAMP meets a local date/time or its text.
     let local = |t: &DataType| matches!(t, DataType::Date32 | DataType::Utf8) || is_ntz(t);
     // ANSI TIMESTAMP → TINYINT/SMALLINT/INT overflow errors print the value as local time too.
-    let ansi_seconds =
-        Mode::from(mode) == Mode::Ansi && matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32);
+    let ansi_seconds = mode == Mode::Ansi && matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32);
     let needs_zone = (is_ts(from) && (local(to) || ansi_seconds)) || (is_ts(to) && local(from));
     let ok = match (from, to) {
         (f, t) if (is_numeric(f) || *f == DataType::Boolean) && (is_numeric(t) || *t == DataType::Boolean) => true,
@@ -134,14 +132,14 @@ pub fn supported(from: &DataType, to: &DataType, mode: pb::EvalMode, timezone: &
 pub fn create(
     child: Arc<dyn PhysicalExpr>,
     to: DataType,
-    mode: pb::EvalMode,
+    mode: Mode,
     timezone: &str,
     schema: &Schema,
 ) -> Result<Arc<dyn PhysicalExpr>> {
     let from = child.data_type(schema)?;
     supported(&from, &to, mode, timezone).map_err(plan_error)?;
     let offset_us = if is_ts(&from) || is_ts(&to) { time::parse_zone(timezone).unwrap_or(0) } else { 0 };
-    Ok(Arc::new(SparkCastExpr { child, from, to, mode: mode.into(), timezone: timezone.to_string(), offset_us }))
+    Ok(Arc::new(SparkCastExpr { child, from, to, mode, timezone: timezone.to_string(), offset_us }))
 }
 
 /// CAST as Spark evaluates it. Build with [`create`].

@@ -15,13 +15,13 @@ use datafusion_common::{DataFusionError, ScalarValue};
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::expressions::{Column, Literal};
 use datafusion_physical_expr::PhysicalExpr;
-use ember_proto as pb;
 
 use super::golden::GOLDEN;
 use super::{create, num, supported, text};
 use crate::error::{find_spark_error, SparkExceptionKind};
+use crate::expressions::Mode;
 
-const MODES: [pb::EvalMode; 3] = [pb::EvalMode::Legacy, pb::EvalMode::Ansi, pb::EvalMode::Try];
+const MODES: [Mode; 3] = [Mode::Legacy, Mode::Ansi, Mode::Try];
 
 fn ty(name: &str) -> DataType {
     if let Some(ps) = name.strip_prefix("dec(").and_then(|r| r.strip_suffix(')')) {
@@ -127,7 +127,7 @@ fn schema_of(dt: &DataType) -> Schema {
 }
 
 /// CAST(column AS to) over `input`; the whole batch's result or its error as text.
-fn run(input: ArrayRef, to: &DataType, mode: pb::EvalMode, tz: &str) -> Result<ArrayRef, DataFusionError> {
+fn run(input: ArrayRef, to: &DataType, mode: Mode, tz: &str) -> Result<ArrayRef, DataFusionError> {
     let schema = Arc::new(schema_of(input.data_type()));
     let expr = create(Arc::new(Column::new("c", 0)), to.clone(), mode, tz, &schema)?;
     assert_eq!(&expr.data_type(&schema)?, to);
@@ -184,7 +184,7 @@ fn check_golden(table: &[Golden], jdk17: bool) -> usize {
     let mut failures = vec![];
     for &(from, to, v, tz, l, a, t) in table {
         let (fdt, tdt) = (ty(from), ty(to));
-        let sup = supported(&fdt, &tdt, pb::EvalMode::Ansi, tz);
+        let sup = supported(&fdt, &tdt, Mode::Ansi, tz);
         if sup.is_err() {
             // Casts Spark itself cannot evaluate (MatchError) or that are not offloaded; nothing else may be refused.
             assert!(matches!((from, to), ("ntz", "bigint") | ("bigint", "ntz") | ("date", "bigint")), "{from} -> {to}");
@@ -257,28 +257,28 @@ fn java_double_to_string_follows_jdk19() {
 #[test]
 fn columnar_batches_keep_nulls_and_positions() {
     let input: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, Some(300), Some(-129), None]));
-    let out = run(Arc::clone(&input), &DataType::Int8, pb::EvalMode::Legacy, "UTC").unwrap();
+    let out = run(Arc::clone(&input), &DataType::Int8, Mode::Legacy, "UTC").unwrap();
     let out = out.as_primitive::<Int8Type>();
     assert_eq!(out.iter().collect::<Vec<_>>(), vec![Some(1), None, Some(44), Some(127), None]);
 
-    let out = run(Arc::clone(&input), &DataType::Int8, pb::EvalMode::Try, "UTC").unwrap();
+    let out = run(Arc::clone(&input), &DataType::Int8, Mode::Try, "UTC").unwrap();
     assert_eq!(out.as_primitive::<Int8Type>().iter().collect::<Vec<_>>(), vec![Some(1), None, None, None, None]);
 
     // ANSI fails on the first bad row even when good rows surround it; a batch of nulls never fails.
-    let err = run(input, &DataType::Int8, pb::EvalMode::Ansi, "UTC").unwrap_err();
+    let err = run(input, &DataType::Int8, Mode::Ansi, "UTC").unwrap_err();
     assert!(error_text(&err).contains("value=300L"), "{}", error_text(&err));
     let nulls: ArrayRef = Arc::new(Int64Array::from(vec![None, None]));
-    assert_eq!(run(nulls, &DataType::Int8, pb::EvalMode::Ansi, "UTC").unwrap().null_count(), 2);
+    assert_eq!(run(nulls, &DataType::Int8, Mode::Ansi, "UTC").unwrap().null_count(), 2);
 
     let strings: ArrayRef = Arc::new(StringArray::from(vec![Some(" 1.5 "), None, Some("x"), Some("-0.005")]));
-    let out = run(strings, &DataType::Decimal128(4, 2), pb::EvalMode::Legacy, "UTC").unwrap();
+    let out = run(strings, &DataType::Decimal128(4, 2), Mode::Legacy, "UTC").unwrap();
     assert_eq!(out.data_type(), &DataType::Decimal128(4, 2));
     let out = out.as_primitive::<Decimal128Type>();
     assert_eq!(out.iter().collect::<Vec<_>>(), vec![Some(150), None, None, Some(-1)]);
 
     let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("+08:00".into()));
     let dates: ArrayRef = Arc::new(Date32Array::from(vec![Some(0), None]));
-    let out = run(dates, &ts, pb::EvalMode::Ansi, "+08:00").unwrap();
+    let out = run(dates, &ts, Mode::Ansi, "+08:00").unwrap();
     assert_eq!(out.data_type(), &ts);
     assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), -8 * 3600 * 1_000_000);
 }
@@ -289,22 +289,20 @@ fn scalar_inputs_give_scalar_results() {
     let batch =
         RecordBatch::try_new(Arc::new(schema.clone()), vec![Arc::new(Int32Array::from(vec![1, 2, 3]))]).unwrap();
     let lit = |v: ScalarValue| Arc::new(Literal::new(v)) as Arc<dyn PhysicalExpr>;
-    let e = create(lit(ScalarValue::Utf8(Some(" 42 ".into()))), DataType::Int16, pb::EvalMode::Ansi, "UTC", &schema)
-        .unwrap();
+    let e = create(lit(ScalarValue::Utf8(Some(" 42 ".into()))), DataType::Int16, Mode::Ansi, "UTC", &schema).unwrap();
     match e.evaluate(&batch).unwrap() {
         ColumnarValue::Scalar(ScalarValue::Int16(Some(42))) => {}
         other => panic!("{other:?}"),
     }
-    let e = create(lit(ScalarValue::Float64(None)), DataType::Int32, pb::EvalMode::Ansi, "UTC", &schema).unwrap();
+    let e = create(lit(ScalarValue::Float64(None)), DataType::Int32, Mode::Ansi, "UTC", &schema).unwrap();
     match e.evaluate(&batch).unwrap() {
         ColumnarValue::Scalar(ScalarValue::Int32(None)) => {}
         other => panic!("{other:?}"),
     }
-    let e =
-        create(lit(ScalarValue::Float64(Some(f64::NAN))), DataType::Int32, pb::EvalMode::Ansi, "UTC", &schema).unwrap();
+    let e = create(lit(ScalarValue::Float64(Some(f64::NAN))), DataType::Int32, Mode::Ansi, "UTC", &schema).unwrap();
     let err = e.evaluate(&batch).unwrap_err();
     assert_eq!(find_spark_error(&err).unwrap().error_class, "CAST_OVERFLOW");
-    let e = create(lit(ScalarValue::Null), DataType::Utf8, pb::EvalMode::Ansi, "UTC", &schema).unwrap();
+    let e = create(lit(ScalarValue::Null), DataType::Utf8, Mode::Ansi, "UTC", &schema).unwrap();
     assert!(matches!(e.evaluate(&batch).unwrap(), ColumnarValue::Scalar(ScalarValue::Utf8(None))));
 }
 
@@ -312,7 +310,7 @@ fn scalar_inputs_give_scalar_results() {
 fn supported_matrix_and_plan_errors() {
     let ts = ty("ts");
     let ntz = ty("ntz");
-    let ansi = pb::EvalMode::Ansi;
+    let ansi = Mode::Ansi;
     for tz in ["UTC", "+08:00", "-8:00", "GMT+1", "UTC-09:30", "Z", "Etc/UTC", "EST", "+0530", "+18:00"] {
         assert!(supported(&DataType::Date32, &ts, ansi, tz).is_ok(), "{tz}");
     }
@@ -335,9 +333,9 @@ fn supported_matrix_and_plan_errors() {
         (DataType::Boolean, DataType::Date32),
         (DataType::Utf8, DataType::LargeUtf8),
     ] {
-        assert!(supported(&from, &to, pb::EvalMode::Legacy, "UTC").is_err(), "{from} -> {to}");
+        assert!(supported(&from, &to, Mode::Legacy, "UTC").is_err(), "{from} -> {to}");
         let schema = schema_of(&from);
-        let r = create(Arc::new(Column::new("c", 0)), to.clone(), pb::EvalMode::Legacy, "UTC", &schema);
+        let r = create(Arc::new(Column::new("c", 0)), to.clone(), Mode::Legacy, "UTC", &schema);
         assert!(matches!(r, Err(DataFusionError::Plan(_))), "{from} -> {to}");
     }
     let numeric = [
@@ -370,15 +368,15 @@ fn max_precision_decimals_round_half_up() {
             .with_precision_and_scale(38, 1)
             .unwrap(),
     );
-    let out = run(Arc::clone(&input), &DataType::Decimal128(38, 0), pb::EvalMode::Legacy, "UTC").unwrap();
+    let out = run(Arc::clone(&input), &DataType::Decimal128(38, 0), Mode::Legacy, "UTC").unwrap();
     let out = out.as_primitive::<Decimal128Type>();
     assert_eq!(
         out.iter().collect::<Vec<_>>(),
         vec![Some(10i128.pow(37)), Some(-(10i128.pow(37))), Some(-2), Some(2), Some(1), Some(-3)]
     );
-    let out = run(Arc::clone(&input), &DataType::Decimal128(37, 0), pb::EvalMode::Try, "UTC").unwrap();
+    let out = run(Arc::clone(&input), &DataType::Decimal128(37, 0), Mode::Try, "UTC").unwrap();
     assert_eq!(out.null_count(), 2);
-    let err = run(input, &DataType::Decimal128(37, 0), pb::EvalMode::Ansi, "UTC").unwrap_err();
+    let err = run(input, &DataType::Decimal128(37, 0), Mode::Ansi, "UTC").unwrap_err();
     assert_eq!(
         error_text(&err),
         format!(
@@ -387,7 +385,7 @@ fn max_precision_decimals_round_half_up() {
             num::decimal_to_java_string(max, 1)
         )
     );
-    assert!(supported(&d38, &DataType::Utf8, pb::EvalMode::Legacy, "").is_ok());
+    assert!(supported(&d38, &DataType::Utf8, Mode::Legacy, "").is_ok());
 }
 
 #[test]
@@ -462,14 +460,14 @@ fn long_inputs_do_not_overflow_the_parsers() {
         format!("-{long_digits}.5"),
     ]));
     for to in [DataType::Date32, DataType::Int64, DataType::Float64, DataType::Float32, DataType::Decimal128(38, 2)] {
-        let out = run(Arc::clone(&inputs), &to, pb::EvalMode::Legacy, "UTC").unwrap();
+        let out = run(Arc::clone(&inputs), &to, Mode::Legacy, "UTC").unwrap();
         assert_eq!(out.len(), 6, "{to}");
     }
-    let out = run(Arc::clone(&inputs), &DataType::Float64, pb::EvalMode::Legacy, "UTC").unwrap();
+    let out = run(Arc::clone(&inputs), &DataType::Float64, Mode::Legacy, "UTC").unwrap();
     let d = out.as_primitive::<Float64Type>();
     assert_eq!(d.value(0), f64::INFINITY);
     assert_eq!(d.value(3), f64::INFINITY);
     assert_eq!(d.value(4), 0.0);
-    let out = run(inputs, &DataType::Date32, pb::EvalMode::Legacy, "UTC").unwrap();
+    let out = run(inputs, &DataType::Date32, Mode::Legacy, "UTC").unwrap();
     assert_eq!(out.null_count(), 6);
 }

@@ -36,4 +36,3 @@ mod stream;
 pub use exec::{AdaptiveAggregateExec, AdaptiveAggregateMetrics};
 pub use gate::{Decision, Gate, GateConfig, Mode};
 pub use sketch::KeySketch;
-pub(crate) use stream::create_group_accumulator;

@@ -13,7 +13,7 @@ use datafusion_execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion_execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion_expr::{EmitTo, GroupsAccumulator};
 use datafusion_physical_expr::aggregate::AggregateFunctionExpr;
-use datafusion_physical_expr::{GroupsAccumulatorAdapter, PhysicalExpr};
+use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::group_values::{new_group_values, GroupValues};
 use datafusion_physical_plan::aggregates::order::GroupOrdering;
 use datafusion_physical_plan::metrics::BaselineMetrics;
@@ -22,7 +22,7 @@ use futures::{Stream, StreamExt};
 use super::exec::AdaptiveAggregateMetrics;
 use super::gate::{Decision, Gate, GateConfig, Mode};
 use super::sketch::hash_keys;
-use crate::operators::batch_slices;
+use crate::operators::shared::{batch_slices, create_group_accumulator};
 
 pub(super) struct AdaptiveAggregateStream {
     schema: SchemaRef,
@@ -40,16 +40,6 @@ pub(super) struct AdaptiveAggregateStream {
     input_done: bool,
     baseline: BaselineMetrics,
     metrics: AdaptiveAggregateMetrics,
-}
-
-pub(crate) fn create_group_accumulator(aggr: &Arc<AggregateFunctionExpr>) -> Result<Box<dyn GroupsAccumulator>> {
-    if aggr.groups_accumulator_supported() {
-        aggr.create_groups_accumulator()
-    } else {
-        // first/last without ORDER BY and other row-at-a-time accumulators.
-        let a = Arc::clone(aggr);
-        Ok(Box::new(GroupsAccumulatorAdapter::new(move || a.create_accumulator())))
-    }
 }
 
 impl AdaptiveAggregateStream {

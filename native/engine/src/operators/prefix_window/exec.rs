@@ -17,9 +17,8 @@ use datafusion_physical_plan::ExecutionPlanProperties;
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
-use ember_proto as pb;
 
-use super::spec::{FrameCounters, WindowSpec};
+use super::spec::{FrameCounters, WindowConfig, WindowSpec};
 use super::stream::WindowStream;
 
 /// Spark's `WindowExec` over input sorted by (partition keys, order keys): the input columns followed by one
@@ -34,9 +33,9 @@ pub struct PrefixWindowExec {
 }
 
 impl PrefixWindowExec {
-    /// Builds the operator from its proto; a plan error for anything not evaluated exactly as Spark does.
-    pub fn try_new(window: &pb::Window, input: Arc<dyn ExecutionPlan>) -> Result<Self> {
-        let spec = WindowSpec::try_new(window, &input.schema())?;
+    /// The operator over `input`; a plan error for anything not evaluated exactly as Spark does.
+    pub fn try_new(config: WindowConfig, input: Arc<dyn ExecutionPlan>) -> Result<Self> {
+        let spec = WindowSpec::try_new(config, &input.schema())?;
         Ok(Self::new(Arc::new(spec), input))
     }
 
@@ -112,7 +111,9 @@ impl ExecutionPlan for PrefixWindowExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context.clone())?;
-        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]")).register(context.memory_pool());
+        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]"))
+            .with_can_spill(true)
+            .register(context.memory_pool());
         let counters = FrameCounters {
             prefix: MetricBuilder::new(&self.metrics).counter("prefix_frames", partition),
             refold: MetricBuilder::new(&self.metrics).counter("refold_frames", partition),

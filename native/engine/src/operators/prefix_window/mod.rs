@@ -67,4 +67,4 @@ pub mod whole;
 
 pub use exec::PrefixWindowExec;
 pub use frames::{Bound, Frame, FrameUnit};
-pub use spec::{Function, WindowSpec};
+pub use spec::{Function, WindowConfig, WindowExprDef, WindowSpec};

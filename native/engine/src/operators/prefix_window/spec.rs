@@ -1,5 +1,6 @@
-//! What one window operator evaluates (decoded from the proto and checked against Spark's result types), and
-//! the evaluation of a chunk of complete partitions.
+//! What one window operator evaluates (the planner's typed expressions, checked here against what the operator
+//! evaluates exactly as Spark does and against Spark's result types), and the evaluation of a chunk of complete
+//! partitions.
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -11,16 +12,13 @@ use arrow::datatypes::{DataType, Field, Schema};
 use datafusion_common::Result;
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::metrics::Count;
-use ember_proto as pb;
 
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::prefix::{exact_double_partitions, Prefix};
 use super::segment::{spill_blocker, whole_partition, Segmentation, DEFAULT_SEGMENT_ROWS};
 use super::{extrema, ranking, refold};
 use crate::error::plan_error;
-use crate::expressions::NormalizeFloatExpr;
-use crate::planner::expr::create_expr;
-use crate::planner::types::required_type;
+use crate::expressions::Mode;
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
 
@@ -76,7 +74,6 @@ impl WindowExpr {
 #[derive(Debug)]
 pub struct Measure {
     pub expr: PhysicalExprRef,
-    key: pb::Expr,
     /// Needs exact (128-bit) prefixes: an ANSI SUM or an AVG reads them.
     pub exact: bool,
     /// Some expression reads its prefixes (integral SUM / AVG, or COUNT).
@@ -118,6 +115,38 @@ pub struct WindowSpec {
     pub spill_blocker: Option<String>,
 }
 
+/// One window expression as the planner hands it over, before the operator checks it.
+#[derive(Debug)]
+pub struct WindowExprDef {
+    /// Output column name; empty: `w<i>`.
+    pub name: String,
+    pub function: Function,
+    pub args: Vec<PhysicalExprRef>,
+    /// LAG / LEAD: rows back (LAG) or ahead (LEAD).
+    pub offset: i64,
+    /// LAG / LEAD default.
+    pub default: Option<PhysicalExprRef>,
+    /// The frame of an aggregate (SUM / COUNT / AVG / MIN / MAX); ignored for ranking and offset functions.
+    pub frame: Option<Frame>,
+    /// Spark's result type, checked against what the operator produces.
+    pub result_type: DataType,
+    pub mode: Mode,
+    pub ignore_nulls: bool,
+}
+
+/// What the planner decodes for one window operator: keys (float keys already normalized as Spark's
+/// `NormalizeNaNAndZero`), expressions, and the operator's knobs.
+#[derive(Debug)]
+pub struct WindowConfig {
+    pub partition_by: Vec<PhysicalExprRef>,
+    pub order_by: Vec<PhysicalExprRef>,
+    pub exprs: Vec<WindowExprDef>,
+    /// Integral sliding sums by prefix difference (`spark.ember.window.prefix.enabled`).
+    pub prefix_enabled: bool,
+    /// Rows per segment of a large partition; 0: [`DEFAULT_SEGMENT_ROWS`].
+    pub segment_rows: usize,
+}
+
 pub(super) fn is_integral(dt: &DataType) -> bool {
     matches!(dt, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
 }
@@ -126,50 +155,15 @@ fn is_float(dt: &DataType) -> bool {
     matches!(dt, DataType::Float32 | DataType::Float64)
 }
 
-fn bound(b: &Option<pb::FrameBound>) -> Result<Bound> {
-    let b = b.as_ref().ok_or_else(|| plan_error("window frame without a bound"))?;
-    let kind = pb::FrameBoundKind::try_from(b.kind).map_err(|_| plan_error("unknown frame bound"))?;
-    Ok(match kind {
-        pb::FrameBoundKind::UnboundedPreceding => Bound::UnboundedPreceding,
-        pb::FrameBoundKind::Preceding => Bound::Preceding(b.offset),
-        pb::FrameBoundKind::CurrentRow => Bound::CurrentRow,
-        pb::FrameBoundKind::Following => Bound::Following(b.offset),
-        pb::FrameBoundKind::UnboundedFollowing => Bound::UnboundedFollowing,
-    })
-}
-
-fn frame(f: &Option<pb::WindowFrame>) -> Result<Frame> {
-    let f = f.as_ref().ok_or_else(|| plan_error("aggregate window expression without a frame"))?;
-    let unit = match pb::FrameType::try_from(f.frame_type).map_err(|_| plan_error("unknown frame type"))? {
-        pb::FrameType::Rows => FrameUnit::Rows,
-        pb::FrameType::Range => FrameUnit::Range,
-    };
-    let frame = Frame { unit, lower: bound(&f.lower)?, upper: bound(&f.upper)? };
-    frame.validate()?;
-    Ok(frame)
-}
-
 impl WindowSpec {
-    /// Decodes and checks a proto `Window` over an input of `schema`. Anything not evaluated exactly as Spark
-    /// does is a plan error, so the JVM side falls back.
-    pub fn try_new(w: &pb::Window, schema: &Schema) -> Result<Self> {
-        let partition_by = w
-            .partition_by
-            .iter()
-            .map(|e| NormalizeFloatExpr::wrap_if_float(create_expr(e, schema)?, schema))
-            .collect::<Result<Vec<_>>>()?;
-        let order_by = w
-            .order_by
-            .iter()
-            .map(|o| {
-                let e = o.child.as_ref().ok_or_else(|| plan_error("window order key without expression"))?;
-                NormalizeFloatExpr::wrap_if_float(create_expr(e, schema)?, schema)
-            })
-            .collect::<Result<Vec<_>>>()?;
+    /// Checks the planner's window over an input of `schema`. Anything not evaluated exactly as Spark does is a
+    /// plan error, so the JVM side falls back.
+    pub fn try_new(config: WindowConfig, schema: &Schema) -> Result<Self> {
+        let WindowConfig { partition_by, order_by, exprs: defs, prefix_enabled, segment_rows } = config;
         let mut measures: Vec<Measure> = vec![];
         let mut exprs = vec![];
-        for (i, x) in w.exprs.iter().enumerate() {
-            exprs.push(Self::decode_expr(i, x, schema, w.prefix_enabled, &mut measures)?);
+        for (i, x) in defs.into_iter().enumerate() {
+            exprs.push(Self::check_expr(i, x, schema, prefix_enabled, &mut measures)?);
         }
         let needs_peers = exprs.iter().any(|x| {
             matches!(x.function, Function::Rank | Function::DenseRank)
@@ -183,14 +177,13 @@ impl WindowSpec {
             None
         };
         let spill_blocker = spill_blocker(&exprs);
-        let segment_rows =
-            if w.segment_rows == 0 { DEFAULT_SEGMENT_ROWS } else { w.segment_rows.min(1 << 40) as usize };
+        let segment_rows = if segment_rows == 0 { DEFAULT_SEGMENT_ROWS } else { segment_rows.min(1 << 40) };
         Ok(Self {
             partition_by,
             order_by,
             exprs,
             measures,
-            prefix_enabled: w.prefix_enabled,
+            prefix_enabled,
             needs_peers,
             segment_rows,
             segmentation,
@@ -199,31 +192,21 @@ impl WindowSpec {
         })
     }
 
-    fn decode_expr(
+    fn check_expr(
         i: usize,
-        x: &pb::WindowExpr,
+        x: WindowExprDef,
         schema: &Schema,
         prefix_enabled: bool,
         measures: &mut Vec<Measure>,
     ) -> Result<WindowExpr> {
-        let function = match pb::WindowFunction::try_from(x.function)
-            .map_err(|_| plan_error(format!("unknown window function {}", x.function)))?
-        {
-            pb::WindowFunction::RowNumber => Function::RowNumber,
-            pb::WindowFunction::Rank => Function::Rank,
-            pb::WindowFunction::DenseRank => Function::DenseRank,
-            pb::WindowFunction::Lag => Function::Lag,
-            pb::WindowFunction::Lead => Function::Lead,
-            pb::WindowFunction::Sum => Function::Sum,
-            pb::WindowFunction::Count => Function::Count,
-            pb::WindowFunction::Avg => Function::Avg,
-            pb::WindowFunction::Min => Function::Min,
-            pb::WindowFunction::Max => Function::Max,
+        let WindowExprDef { name, function, args, offset, default, frame: def_frame, result_type, mode, ignore_nulls } =
+            x;
+        let name = if name.is_empty() { format!("w{i}") } else { name };
+        let frame = || -> Result<Frame> {
+            let f = def_frame.ok_or_else(|| plan_error("aggregate window expression without a frame"))?;
+            f.validate()?;
+            Ok(f)
         };
-        let mode = pb::EvalMode::try_from(x.eval_mode).map_err(|_| plan_error("unknown eval mode"))?;
-        let args = x.args.iter().map(|a| create_expr(a, schema)).collect::<Result<Vec<_>>>()?;
-        let result_type = required_type(&x.result_type)?;
-        let name = if x.name.is_empty() { format!("w{i}") } else { x.name.clone() };
         let need_args = |n: usize| -> Result<()> {
             if args.len() == n {
                 Ok(())
@@ -233,15 +216,14 @@ impl WindowSpec {
         };
         // IGNORE NULLS: natively only for LAG with a positive offset (Spark's LEAD ... IGNORE NULLS asserts that
         // the offset is at most the partition's length, an internal error not reproduced here).
-        if x.ignore_nulls && !matches!(function, Function::Lag | Function::Lead) {
+        if ignore_nulls && !matches!(function, Function::Lag | Function::Lead) {
             return Err(plan_error(format!("{function:?} IGNORE NULLS is not supported natively")));
         }
         // Offset 0 is the current row, nulls or not.
-        let ignore_nulls = x.ignore_nulls && x.offset != 0;
-        if ignore_nulls && !(function == Function::Lag && x.offset > 0) {
+        let ignore_nulls = ignore_nulls && offset != 0;
+        if ignore_nulls && !(function == Function::Lag && offset > 0) {
             return Err(plan_error(format!(
-                "{function:?} IGNORE NULLS with offset {} is not supported natively",
-                x.offset
+                "{function:?} IGNORE NULLS with offset {offset} is not supported natively"
             )));
         }
         let (frame, expected) = match function {
@@ -252,8 +234,8 @@ impl WindowSpec {
             Function::Lag | Function::Lead => {
                 need_args(1)?;
                 let t = args[0].data_type(schema)?;
-                if let Some(d) = &x.default_value {
-                    let dt = create_expr(d, schema)?.data_type(schema)?;
+                if let Some(d) = &default {
+                    let dt = d.data_type(schema)?;
                     if dt != t && dt != DataType::Null {
                         return Err(plan_error(format!("{function:?} default is {dt}, its input {t}")));
                     }
@@ -266,20 +248,20 @@ impl WindowSpec {
                 if !is_integral(&t) && !is_float(&t) {
                     return Err(plan_error(format!("{function:?} over {t} is not supported natively")));
                 }
-                if mode == pb::EvalMode::Try && function == Function::Sum && is_integral(&t) {
+                if mode == Mode::Try && function == Function::Sum && is_integral(&t) {
                     return Err(plan_error("try_sum is not supported natively"));
                 }
                 let rt = if function == Function::Sum && is_integral(&t) { DataType::Int64 } else { DataType::Float64 };
-                (frame(&x.frame)?, rt)
+                (frame()?, rt)
             }
-            Function::Count => (frame(&x.frame)?, DataType::Int64),
+            Function::Count => (frame()?, DataType::Int64),
             Function::Min | Function::Max => {
                 need_args(1)?;
                 let t = args[0].data_type(schema)?;
                 if !extrema::supported(&t) {
                     return Err(plan_error(format!("{function:?} over {t} is not supported natively")));
                 }
-                (frame(&x.frame)?, t)
+                (frame()?, t)
             }
         };
         if result_type != expected {
@@ -287,27 +269,16 @@ impl WindowSpec {
                 "{function:?} returns {expected} natively, the plan expects {result_type}"
             )));
         }
-        let default = x.default_value.as_ref().map(|d| create_expr(d, schema)).transpose()?;
-        let ansi = mode == pb::EvalMode::Ansi;
-        let mut expr = WindowExpr {
-            name,
-            function,
-            args,
-            measure: None,
-            offset: x.offset,
-            default,
-            frame,
-            result_type,
-            ansi,
-            ignore_nulls,
-        };
+        let ansi = mode == Mode::Ansi;
+        let mut expr =
+            WindowExpr { name, function, args, measure: None, offset, default, frame, result_type, ansi, ignore_nulls };
         if matches!(function, Function::Sum | Function::Avg | Function::Count) && expr.args.len() == 1 {
-            let key = x.args[0].clone();
             let integral = expr.integral_measure(schema)?;
-            let idx = match measures.iter().position(|m| m.key == key) {
+            // Frames over the same argument share its measure (prefixes built once).
+            let idx = match measures.iter().position(|m| m.expr.as_ref() == expr.args[0].as_ref()) {
                 Some(idx) => idx,
                 None => {
-                    measures.push(Measure { expr: expr.args[0].clone(), key, exact: false, prefixed: false });
+                    measures.push(Measure { expr: expr.args[0].clone(), exact: false, prefixed: false });
                     measures.len() - 1
                 }
             };

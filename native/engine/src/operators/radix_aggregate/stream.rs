@@ -26,8 +26,7 @@ use datafusion_physical_plan::metrics::{
 use datafusion_physical_plan::spill::SpillManager;
 use futures::{Stream, StreamExt};
 
-use crate::operators::adaptive_aggregate::create_group_accumulator;
-use crate::operators::batch_slices;
+use crate::operators::shared::{batch_slices, create_group_accumulator};
 use crate::operators::spill::{read_compacted, CoalescingWriter};
 
 /// Partition hash of a split level: seeded unlike the sub-tables' own hashing, whose top bits hashbrown keeps as

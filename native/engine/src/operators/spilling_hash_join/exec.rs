@@ -1,27 +1,24 @@
-//! [`SpillingHashJoinExec`]: the `ExecutionPlan` (properties, children, `execute`, metrics) and its proto form.
+//! [`SpillingHashJoinExec`]: the `ExecutionPlan` (properties, children, `execute`, metrics).
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use datafusion_common::tree_node::TreeNodeRecursion;
-use datafusion_common::{exec_err, plan_err, JoinSide, JoinType, NullEquality, Result};
+use datafusion_common::{exec_err, plan_err, JoinType, NullEquality, Result};
 use datafusion_execution::memory_pool::MemoryConsumer;
 use datafusion_execution::TaskContext;
 use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalExprRef};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion_physical_plan::joins::utils::{build_join_schema, ColumnIndex, JoinFilter};
+use datafusion_physical_plan::joins::utils::{build_join_schema, JoinFilter};
 use datafusion_physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
     SendableRecordBatchStream,
 };
-use ember_proto as pb;
 
 use super::stream::{JoinContext, JoinMetrics, JoinStream};
-use crate::error::plan_error;
-use crate::planner::expr::create_expr;
 
-/// Knobs of the spilling join (from the proto).
+/// Knobs of the spilling join.
 #[derive(Debug, Clone, Copy)]
 pub struct SpillingHashJoinConfig {
     /// Caps the join's reservation (a test knob that forces spilling); 0 = only the pool limits it.
@@ -152,64 +149,6 @@ impl SpillingHashJoinExec {
         }
     }
 
-    /// From the proto: keys over each side's columns, the condition over left ++ right columns.
-    pub fn from_proto(
-        hj: &pb::HashJoin,
-        left: Arc<dyn ExecutionPlan>,
-        right: Arc<dyn ExecutionPlan>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (ls, rs) = (left.schema(), right.schema());
-        if hj.left_keys.len() != hj.right_keys.len() || hj.left_keys.is_empty() {
-            return Err(plan_error("hash join needs as many left keys as right keys, at least one"));
-        }
-        let on = hj
-            .left_keys
-            .iter()
-            .zip(&hj.right_keys)
-            .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let null_equality = if hj.null_safe.iter().all(|&s| s) && hj.null_safe.len() == on.len() {
-            NullEquality::NullEqualsNull
-        } else if hj.null_safe.iter().all(|&s| !s) {
-            NullEquality::NullEqualsNothing
-        } else {
-            return Err(plan_error("hash join: null-safe (<=>) and ordinary keys mixed"));
-        };
-        let join_type = match pb::JoinType::try_from(hj.join_type) {
-            Ok(pb::JoinType::Inner) => JoinType::Inner,
-            Ok(pb::JoinType::LeftOuter) => JoinType::Left,
-            Ok(pb::JoinType::RightOuter) => JoinType::Right,
-            Ok(pb::JoinType::FullOuter) => JoinType::Full,
-            Ok(pb::JoinType::LeftSemi) => JoinType::LeftSemi,
-            Ok(pb::JoinType::LeftAnti) => JoinType::LeftAnti,
-            Ok(pb::JoinType::RightSemi) => JoinType::RightSemi,
-            Ok(pb::JoinType::RightAnti) => JoinType::RightAnti,
-            Ok(pb::JoinType::LeftMark) => JoinType::LeftMark,
-            Ok(pb::JoinType::RightMark) => JoinType::RightMark,
-            Err(_) => return Err(plan_error(format!("unknown join type {}", hj.join_type))),
-        };
-        let filter = match &hj.condition {
-            None => None,
-            Some(c) => {
-                let fields = ls.fields().iter().chain(rs.fields().iter()).cloned().collect::<Vec<_>>();
-                let joined = Arc::new(Schema::new(fields));
-                let expr = create_expr(c, &joined)?;
-                let column_indices = (0..ls.fields().len())
-                    .map(|index| ColumnIndex { index, side: JoinSide::Left })
-                    .chain((0..rs.fields().len()).map(|index| ColumnIndex { index, side: JoinSide::Right }))
-                    .collect();
-                Some(JoinFilter::new(expr, column_indices, joined))
-            }
-        };
-        let config = SpillingHashJoinConfig {
-            max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
-            bucket_bits: if hj.bucket_bits == 0 { 4 } else { hj.bucket_bits },
-            spill_enabled: !hj.spill_disabled,
-        };
-        let build_right = hj.build_side == pb::BuildSide::Right as i32;
-        Self::try_new_with_build_side(left, right, on, filter, join_type, null_equality, build_right, config)
-    }
-
     pub fn join_type(&self) -> JoinType {
         self.join_type
     }
@@ -281,8 +220,9 @@ impl ExecutionPlan for SpillingHashJoinExec {
         let build = self.left.execute(partition, context.clone())?;
         let probe = self.right.execute(partition, context.clone())?;
         let metrics = JoinMetrics::new(&self.metrics, partition);
-        let reservation =
-            MemoryConsumer::new(format!("SpillingHashJoinExec[{partition}]")).register(context.memory_pool());
+        let reservation = MemoryConsumer::new(format!("SpillingHashJoinExec[{partition}]"))
+            .with_can_spill(true)
+            .register(context.memory_pool());
         let jc = JoinContext::new(
             &context,
             self.schema.clone(),

@@ -1,0 +1,84 @@
+//! Proto `HashJoin` → [`SpillingHashJoinExec`]: keys over each child's columns, the residual condition over
+//! left ++ right columns, Spark's join type and build side, and the operator's knobs.
+use std::sync::Arc;
+
+use arrow::datatypes::Schema;
+use datafusion_common::{JoinSide, JoinType, NullEquality, Result};
+use datafusion_physical_plan::joins::utils::{ColumnIndex, JoinFilter};
+use datafusion_physical_plan::ExecutionPlan;
+use ember_proto as pb;
+
+use super::expr::create_expr;
+use crate::error::plan_error;
+use crate::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
+
+pub fn create_hash_join(
+    hj: &pb::HashJoin,
+    left: Arc<dyn ExecutionPlan>,
+    right: Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let (ls, rs) = (left.schema(), right.schema());
+    if hj.left_keys.len() != hj.right_keys.len() || hj.left_keys.is_empty() {
+        return Err(plan_error("hash join needs as many left keys as right keys, at least one"));
+    }
+    let on = hj
+        .left_keys
+        .iter()
+        .zip(&hj.right_keys)
+        .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let null_equality = if hj.null_safe.iter().all(|&s| s) && hj.null_safe.len() == on.len() {
+        NullEquality::NullEqualsNull
+    } else if hj.null_safe.iter().all(|&s| !s) {
+        NullEquality::NullEqualsNothing
+    } else {
+        return Err(plan_error("hash join: null-safe (<=>) and ordinary keys mixed"));
+    };
+    let join_type = join_type(hj.join_type)?;
+    let filter = match &hj.condition {
+        None => None,
+        Some(c) => {
+            let fields = ls.fields().iter().chain(rs.fields().iter()).cloned().collect::<Vec<_>>();
+            let joined = Arc::new(Schema::new(fields));
+            let expr = create_expr(c, &joined)?;
+            let column_indices = (0..ls.fields().len())
+                .map(|index| ColumnIndex { index, side: JoinSide::Left })
+                .chain((0..rs.fields().len()).map(|index| ColumnIndex { index, side: JoinSide::Right }))
+                .collect();
+            Some(JoinFilter::new(expr, column_indices, joined))
+        }
+    };
+    let defaults = SpillingHashJoinConfig::default();
+    let config = SpillingHashJoinConfig {
+        max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
+        bucket_bits: if hj.bucket_bits == 0 { defaults.bucket_bits } else { hj.bucket_bits },
+        spill_enabled: !hj.spill_disabled,
+    };
+    let build_right = hj.build_side == pb::BuildSide::Right as i32;
+    SpillingHashJoinExec::try_new_with_build_side(
+        left,
+        right,
+        on,
+        filter,
+        join_type,
+        null_equality,
+        build_right,
+        config,
+    )
+}
+
+fn join_type(t: i32) -> Result<JoinType> {
+    Ok(match pb::JoinType::try_from(t) {
+        Ok(pb::JoinType::Inner) => JoinType::Inner,
+        Ok(pb::JoinType::LeftOuter) => JoinType::Left,
+        Ok(pb::JoinType::RightOuter) => JoinType::Right,
+        Ok(pb::JoinType::FullOuter) => JoinType::Full,
+        Ok(pb::JoinType::LeftSemi) => JoinType::LeftSemi,
+        Ok(pb::JoinType::LeftAnti) => JoinType::LeftAnti,
+        Ok(pb::JoinType::RightSemi) => JoinType::RightSemi,
+        Ok(pb::JoinType::RightAnti) => JoinType::RightAnti,
+        Ok(pb::JoinType::LeftMark) => JoinType::LeftMark,
+        Ok(pb::JoinType::RightMark) => JoinType::RightMark,
+        Err(_) => return Err(plan_error(format!("unknown join type {t}"))),
+    })
+}
