@@ -206,7 +206,9 @@ impl ExecutionPlan for ShuffleWriterExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, Arc::clone(&context))?;
-        let reservation = MemoryConsumer::new(format!("ShuffleWriter[{partition}]")).register(context.memory_pool());
+        let reservation = MemoryConsumer::new(format!("ShuffleWriter[{partition}]"))
+            .with_can_spill(true)
+            .register(context.memory_pool());
         Ok(Box::pin(ShuffleWriterStream {
             input,
             keys: self.keys.clone(),

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow::compute::{concat, concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
-use datafusion_common::{DataFusionError, Result};
+use datafusion_common::{internal_datafusion_err, DataFusionError, Result};
 use datafusion_execution::memory_pool::MemoryReservation;
 use datafusion_execution::spill_file::SpillFile;
 use datafusion_execution::RecordBatchStream;
@@ -241,7 +241,8 @@ impl WindowStream {
     fn spill_rows(&mut self, batch: RecordBatch) -> Result<()> {
         let elapsed = self.baseline.elapsed_compute().clone();
         let _timer = elapsed.timer();
-        let spilling = self.spilling.as_mut().expect("a spilling partition");
+        let spilling =
+            self.spilling.as_mut().ok_or_else(|| internal_datafusion_err!("window: no spilling partition"))?;
         if spilling.folds.fold(&self.spec, &batch)? {
             self.output.push_back(Err(SparkError::long_sum_overflow().into_datafusion()));
             self.abandon();
@@ -279,7 +280,8 @@ impl WindowStream {
     fn end_readback(&mut self) -> Result<()> {
         self.readback = None;
         let pending = std::mem::take(&mut self.pending);
-        let open = self.open.take().expect("a spilled partition read back");
+        let open =
+            self.open.take().ok_or_else(|| internal_datafusion_err!("window: no spilled partition to read back"))?;
         self.finish_segmented(pending, open)?;
         if self.done {
             return Ok(());
@@ -376,7 +378,8 @@ impl WindowStream {
     /// size, halved while the pool refuses their scratch. Returns the rows still needed (the last segment's
     /// lookback and the rows after it).
     fn run_segments(&mut self, mut chunk: RecordBatch, open: &mut OpenPartition, last: bool) -> Result<RecordBatch> {
-        let seg = segmentation_of(&self.spec, Some(open)).expect("a segmented partition has a segmentable spec");
+        let seg = segmentation_of(&self.spec, Some(open))
+            .ok_or_else(|| internal_datafusion_err!("window: segments of a spec that cannot be segmented"))?;
         let elapsed = self.baseline.elapsed_compute().clone();
         let _timer = elapsed.timer();
         let per_row = self.spec.scratch_bytes_per_row();

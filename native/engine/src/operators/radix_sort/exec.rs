@@ -100,7 +100,9 @@ impl ExecutionPlan for RadixSortExec {
         let sorter = Sorter {
             ordering: self.ordering.clone(),
             schema: self.schema(),
-            reservation: MemoryConsumer::new(format!("RadixSortExec[{partition}]")).register(context.memory_pool()),
+            reservation: MemoryConsumer::new(format!("RadixSortExec[{partition}]"))
+                .with_can_spill(true)
+                .register(context.memory_pool()),
             baseline: BaselineMetrics::new(&self.metrics, partition),
             packed_rows: MetricBuilder::new(&self.metrics).counter("packed_sort_rows", partition),
             fallbacks: MetricBuilder::new(&self.metrics).counter("sort_fallbacks", partition),

@@ -8,7 +8,7 @@ use arrow::array::{new_null_array, ArrayRef, BooleanArray, RecordBatch, UInt32Ar
 use arrow::compute::kernels::boolean::not;
 use arrow::compute::{filter_record_batch, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion_common::{DataFusionError, JoinType, NullEquality, Result};
+use datafusion_common::{internal_datafusion_err, DataFusionError, JoinType, NullEquality, Result};
 use datafusion_execution::memory_pool::{MemoryReservation, UnboundedMemoryPool};
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_execution::TaskContext;
@@ -343,9 +343,9 @@ impl JoinStream {
     /// Buffers the build side; joins in memory if it all fits, else routes both sides to buckets.
     async fn start(&mut self) -> Result<()> {
         let jc = self.jc.clone();
-        let mut build = self.build.take().expect("build side taken once");
+        let mut build = self.build.take().ok_or_else(|| internal_datafusion_err!("join build side taken twice"))?;
         let probe_rows = jc.metrics.probe_rows.clone();
-        let probe_in = self.probe.take().expect("probe side taken once");
+        let probe_in = self.probe.take().ok_or_else(|| internal_datafusion_err!("join probe side taken twice"))?;
         let probe: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
             probe_in.schema(),
             probe_in.inspect(move |b| {
@@ -565,7 +565,7 @@ impl BuildBuckets {
             let victim = (0..self.cost.len())
                 .filter(|&j| self.writers[j].is_none())
                 .max_by_key(|&j| (self.cost[j], j == i))
-                .expect("a resident bucket");
+                .ok_or_else(|| internal_datafusion_err!("no resident bucket to spill"))?;
             let batches = std::mem::take(&mut self.batches[victim]);
             let mut w = spill_batches(&jc.build_spill, jc.batch_size, batches)?;
             budget.shrink(std::mem::take(&mut self.cost[victim]));
