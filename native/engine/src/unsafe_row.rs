@@ -378,9 +378,7 @@ pub fn read_rows(bytes: &[u8], schema: &SchemaRef) -> Result<RecordBatch> {
                 }
                 let offsets = OffsetBuffer::new(offsets.into());
                 if field.data_type() == &DataType::Utf8 {
-                    // Spark's strings are bytes (UTF8String does not validate); the Arrow writer this replaces
-                    // did not validate either.
-                    Arc::new(unsafe { StringArray::new_unchecked(offsets, data.into(), nulls) })
+                    Arc::new(checked_strings(offsets, data, nulls, field.name())?)
                 } else {
                     Arc::new(BinaryArray::new(offsets, data.into(), nulls))
                 }
@@ -391,6 +389,35 @@ pub fn read_rows(bytes: &[u8], schema: &SchemaRef) -> Result<RecordBatch> {
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
+}
+
+/// Spark's string bytes as an Arrow `StringArray`, validated: Spark's `UTF8String` holds any bytes, but every
+/// Arrow string kernel assumes valid UTF-8, so invalid bytes must never reach one unchecked. The whole buffer is
+/// validated at once (SIMD), then every value boundary is checked to fall on a character boundary, which together
+/// prove each value valid. Invalid bytes fail the task with the column and row named.
+pub fn checked_strings(
+    offsets: OffsetBuffer<i32>,
+    data: Vec<u8>,
+    nulls: Option<NullBuffer>,
+    column: &str,
+) -> Result<StringArray> {
+    let boundary = |at: usize| data.get(at).is_none_or(|b| (*b as i8) >= -0x40);
+    let valid = simdutf8::basic::from_utf8(&data).is_ok() && offsets.iter().all(|&o| boundary(o as usize));
+    if !valid {
+        // The first value that is not valid UTF-8 on its own, for the message.
+        let row = offsets
+            .windows(2)
+            .position(|w| std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err())
+            .unwrap_or(0);
+        return exec_err!(
+            "string column `{column}` holds bytes that are not valid UTF-8 (row {row} of the batch): Ember's native \
+             operators need valid UTF-8 strings; run this query with spark.ember.enabled=false, or read the column \
+             as BINARY"
+        );
+    }
+    // SAFETY: `data` is valid UTF-8 as a whole and every offset falls on a character boundary (checked above),
+    // so each value is valid UTF-8; the offsets come from `OffsetBuffer`, monotonic and within `data`.
+    Ok(unsafe { StringArray::new_unchecked(offsets, data.into(), nulls) })
 }
 
 /// A Spark child's rows as Arrow batches: `next_rows` fetches the next buffer of `UnsafeRow`s (None at the
@@ -574,6 +601,30 @@ mod tests {
         assert_eq!(word(&rows[1], 2 + 69), 69);
         let empty = batch(vec![Arc::new(Int64Array::from(Vec::<i64>::new()))]);
         assert!(rows_of(&empty).is_empty());
+    }
+
+    /// Spark's strings are bytes: invalid UTF-8 in a string column is an error naming the column and row, never
+    /// an unchecked `StringArray` (and valid multi-byte strings pass).
+    #[test]
+    fn invalid_utf8_in_a_string_column_is_an_error() {
+        let string_schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+        let read_as_strings = |values: Vec<Option<&[u8]>>| {
+            let mut bytes = vec![];
+            write_rows(&batch(vec![Arc::new(BinaryArray::from(values))]), &mut bytes).unwrap();
+            read_rows(&bytes, &string_schema)
+        };
+        let ok = read_as_strings(vec![Some("ü€😀".as_bytes()), None, Some(b""), Some(b"plain")]).unwrap();
+        assert_eq!(ok.column(0).as_string::<i32>().value(0), "ü€😀");
+        let bad: Vec<Vec<Option<&[u8]>>> = vec![
+            vec![Some(b"fine"), Some(&[0xff, 0x41])],
+            // Valid once concatenated ("ü" = C3 BC), invalid as two values: the boundary check catches it.
+            vec![Some(&[0xc3]), Some(&[0xbc])],
+            vec![Some(&[0xed, 0xa0, 0x80])], // a UTF-16 surrogate
+        ];
+        for values in bad {
+            let err = read_as_strings(values).unwrap_err().to_string();
+            assert!(err.contains("string column `s`") && err.contains("not valid UTF-8"), "{err}");
+        }
     }
 
     #[test]

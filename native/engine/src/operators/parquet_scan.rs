@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
-use arrow::compute::cast;
+use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::error::ArrowError;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -220,9 +220,14 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             .map(|(source, field)| match source {
                 ColumnSource::Missing => Ok(new_null_array(field.data_type(), rows)),
                 ColumnSource::File { index, cast_to: None } => Ok(batch.column(*index).clone()),
-                ColumnSource::File { index, cast_to: Some(to) } => cast(batch.column(*index), to).map_err(|e| {
-                    ArrowError::ExternalError(format!("{}: column {}: {e}", open.path, field.name()).into())
-                }),
+                // Not `safe`: a value the conversion cannot make (invalid UTF-8 in BINARY read as STRING) is an
+                // error, never a NULL in its place.
+                ColumnSource::File { index, cast_to: Some(to) } => {
+                    cast_with_options(batch.column(*index), to, &CastOptions { safe: false, ..Default::default() })
+                        .map_err(|e| {
+                            ArrowError::ExternalError(format!("{}: column {}: {e}", open.path, field.name()).into())
+                        })
+                }
             })
             .collect::<Result<Vec<ArrayRef>, _>>()?;
         RecordBatch::try_new_with_options(
@@ -265,7 +270,7 @@ fn exact_widening(from: &DataType, to: &DataType) -> bool {
         (Decimal32(p1, s1) | Decimal64(p1, s1) | Decimal128(p1, s1), Decimal128(p2, s2)) => s1 == s2 && p1 <= p2,
         (LargeUtf8 | Utf8View, Utf8) | (LargeBinary | BinaryView, Binary) => true,
         // BYTE_ARRAY either way: a UTF8-annotated column read as BINARY, or an unannotated one as STRING (as
-        // Spark's binaryAsString does; invalid UTF-8 fails the task there).
+        // Spark's binaryAsString does). Invalid UTF-8 fails the task here, where Spark reads the bytes as they are.
         (Utf8, Binary) | (Binary, Utf8) => true,
         _ => false,
     }
@@ -398,6 +403,30 @@ mod tests {
         assert!(err.to_string().contains("Column: [id]"), "{err}");
     }
 
+    /// An unannotated BINARY column read as STRING: valid values come through; a value that is not UTF-8 fails
+    /// the read naming file and column — never a NULL in its place.
+    #[test]
+    fn binary_read_as_string_never_turns_invalid_utf8_into_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, values: Vec<Option<&[u8]>>| {
+            let schema = Arc::new(Schema::new(vec![Field::new("b", DataType::Binary, true)]));
+            let path = dir.path().join(name);
+            let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), None).unwrap();
+            let col = Arc::new(arrow::array::BinaryArray::from(values));
+            w.write(&RecordBatch::try_new(schema, vec![col]).unwrap()).unwrap();
+            w.close().unwrap();
+            vec![ParquetSplit { path: path.to_str().unwrap().to_string(), start: 0, length: 1 << 20 }]
+        };
+        let as_string = || vec![Field::new("c0", DataType::Utf8, true)];
+        let good = read(as_string(), &["b"], false, write("good.parquet", vec![Some("ü€".as_bytes()), None]), 10);
+        let good = good.unwrap();
+        assert_eq!(good[0].column(0).as_string::<i32>().value(0), "ü€");
+        assert!(good[0].column(0).is_null(1));
+        let bad = write("bad.parquet", vec![Some(b"ok"), Some(&[0xff, 0xfe]), None]);
+        let err = read(as_string(), &["b"], false, bad, 10).unwrap_err().to_string();
+        assert!(err.contains("bad.parquet") && err.contains("column c0"), "{err}");
+    }
+
     #[test]
     fn duplicate_names_in_case_insensitive_mode_and_bad_files_fail_clearly() {
         let dir = tempfile::tempdir().unwrap();
@@ -428,7 +457,7 @@ mod tests {
         let (path, size) = write_file(dir.path(), 1000, 1000);
         let schema = Arc::new(Schema::new(vec![Field::new("c0", DataType::Int64, true)]));
         let split = vec![ParquetSplit { path, start: 0, length: size }];
-        let killed = crate::operators::killed_after(2);
+        let killed = crate::operators::shared::killed_after(2);
         let reader = ParquetScanReader::new(schema, vec!["id".into()], false, split, 100, killed).unwrap();
         let got: Vec<_> = reader.collect();
         assert_eq!(got.len(), 3);
