@@ -485,8 +485,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_castSupport<'l>(
         };
         let from = decode(env.convert_byte_array(&from)?)?;
         let to = decode(env.convert_byte_array(&to)?)?;
-        let mode = ember_engine::proto::EvalMode::try_from(mode)
-            .map_err(|_| BridgeError::Invalid(format!("unknown eval mode {mode}")))?;
+        let mode = ember_engine::planner::expr::eval_mode(mode)?;
         let tz = timezone.to_string();
         let verdict = if cast::depends_on_java_double_to_string(&from, &to) && (jdk_feature as u32) < cast::FLOAT_TEXT_MIN_JDK
         {
@@ -500,6 +499,28 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_castSupport<'l>(
         match verdict {
             Ok(()) => Ok(JString::null()),
             Err(reason) => Ok(env.new_string(reason)?),
+        }
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Planning-time question from the driver: does the engine run this operator (a serialized proto `Operator`
+/// whose `Input` leaves carry its children's schemas) exactly as Spark does? Plans it over empty inputs — no
+/// data, no memory, nothing executed — and returns null when it plans, else the planning error as the reason.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_planSupport<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    operator: JByteArray<'l>,
+) -> JString<'l> {
+    env.with_env(|env| -> BridgeResult<JString<'l>> {
+        let bytes = env.convert_byte_array(&operator)?;
+        let op = ember_engine::proto::Operator::decode(bytes.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable operator: {e}")))?;
+        match ember_engine::planner::check_support(&op) {
+            Ok(()) => Ok(JString::null()),
+            Err(DataFusionError::Plan(reason)) => Ok(env.new_string(reason)?),
+            Err(e) => Ok(env.new_string(e.to_string())?),
         }
     })
     .resolve::<ThrowEmberException>()

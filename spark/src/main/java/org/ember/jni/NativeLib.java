@@ -107,6 +107,13 @@ public final class NativeLib {
   public static native String castSupport(
       byte[] from, byte[] to, int evalMode, String timezone, int jdkFeature);
 
+  /**
+   * Whether the engine plans {@code operator} (a serialized proto Operator whose Input leaves carry its children's
+   * schemas): null if so, else the planning error as the reason. Asked by the driver at planning time; nothing is
+   * executed.
+   */
+  public static native String planSupport(byte[] operator);
+
   /** Frees the plan: memory goes back to Spark, spill files are deleted. Call once. */
   public static native void closePlan(long handle);
 }

@@ -101,7 +101,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       plan
     } else {
       val converted =
-        try serde.convert(plan)
+        try serde.convert(plan).flatMap(op => EngineSupport.check(plan, op).map(_ => op))
         catch {
           // A serde bug must not fail the query's planning: the operator stays in Spark, with the reason.
           case NonFatal(e) => Left(s"Ember could not convert ${plan.nodeName}: $e")

@@ -12,7 +12,8 @@ import org.ember.proto
 
 /**
  * `HashAggregateExec` / `ObjectHashAggregateExec` → proto `Aggregate`, in Partial, PartialMerge or Final mode
- * (one mode for all its functions). Mirrors what `native/engine/src/planner/aggregate.rs` implements exactly:
+ * (one mode for all its functions). Pre-filters, to phrase a reason early, what `native/engine/src/planner/aggregate.rs`
+ * implements exactly (the engine decides, on the driver: [[EngineSupport]]):
  * `count`, `sum` and `avg` (of non-decimals not in TRY mode; of decimals in every mode), `min`/`max` of every
  * orderable type (FLOAT/DOUBLE with Spark's NaN and -0.0 order), `first`/`last`. The intermediate columns are
  * Spark's `aggBufferAttributes`, so native and Spark partial and final aggregates can feed each other.

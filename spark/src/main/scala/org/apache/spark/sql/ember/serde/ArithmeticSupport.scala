@@ -14,9 +14,9 @@ import org.apache.spark.sql.types._
 import org.ember.proto
 
 /**
- * Which Spark arithmetic the native engine computes exactly as Spark does — the JVM mirror of
- * `native/engine/src/expressions/arithmetic.rs` (`create` / `create_negate`). Everything else falls back with
- * the reason given here.
+ * Spark's arithmetic operator as a proto `ArithOp`, and a pre-filter that phrases why an operand combination
+ * stays in Spark, after `native/engine/src/expressions/arithmetic.rs` (`create` / `create_negate`). The engine
+ * decides: every converted operator is planned by it on the driver ([[EngineSupport]]).
  */
 object ArithmeticSupport {
 

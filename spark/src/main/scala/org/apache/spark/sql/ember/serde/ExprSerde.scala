@@ -11,8 +11,9 @@ import org.ember.proto
 
 /**
  * Catalyst expressions → proto expressions bound to an operator's input, or the reason one cannot run
- * natively. Only what the native side implements exactly as Spark does is converted: arithmetic and casts ask
- * [[ArithmeticSupport]] / [[CastSupport]], which mirror the native engine's own support tables.
+ * natively. Arithmetic goes through [[ArithmeticSupport]], a pre-filter that phrases a reason early; casts ask
+ * the engine itself ([[CastSupport]]). The engine has the last word on every converted operator
+ * ([[EngineSupport]]), so a pre-filter that lets too much through costs a fallback on the driver, never a task.
  */
 object ExprSerde {
 

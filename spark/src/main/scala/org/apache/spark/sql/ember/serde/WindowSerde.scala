@@ -8,9 +8,10 @@ import org.ember.EmberConf
 import org.ember.proto
 
 /**
- * Spark's `WindowExec` → proto `Window` (native `operators/prefix_window`). What is accepted mirrors the
- * native decoder (`native/engine/src/operators/prefix_window/spec.rs`, `frames.rs`, `extrema.rs`), which
- * returns a plan error for anything else: every shape it rejects is declined here first, with a reason.
+ * Spark's `WindowExec` → proto `Window` (native `operators/prefix_window`). The shapes below are pre-filtered
+ * here to phrase a reason early, after the engine's checks (`native/engine/src/operators/prefix_window/spec.rs`,
+ * `frames.rs`, `extrema.rs`); the engine decides, as it plans every converted operator on the driver
+ * ([[EngineSupport]]).
  *
  *  - `row_number`, `rank`, `dense_rank`; `lag` / `lead` with an integer literal offset and any default
  *    (`IGNORE NULLS` only for `lag` with a positive offset);
