@@ -59,6 +59,61 @@ class EmberFallbackSuite extends EmberQueryTest {
     }
   }
 
+  test("the engine decides: an operator it cannot plan falls back on the driver with its planning error") {
+    import org.apache.spark.sql.ember.serde.{EngineSupport, FilterSerde, TypeSerde}
+    import org.apache.spark.sql.types.LongType
+    import org.ember.proto
+    withEmber(enabled = true) {
+      val df = data.where(col("i32") > 0)
+      df.collect()
+      assert(executedNodes(df).exists(_.isInstanceOf[EmberFilterExec]))
+      // The serde's own operator plans in the engine.
+      val sparkFilter = df.queryExecution.sparkPlan.collectFirst { case f: FilterExec => f }.get
+      val op = FilterSerde.convert(sparkFilter).toOption.get
+      assert(EngineSupport.check(sparkFilter, op) == Right(()))
+      // A predicate over a BIGINT column is not boolean: the engine's planner says so, and that is the reason.
+      val id = sparkFilter.child.output.indexWhere(_.name == "id")
+      val notBoolean = op.toBuilder
+        .setFilter(
+          proto.Filter
+            .newBuilder()
+            .setPredicate(
+              proto.Expr
+                .newBuilder()
+                .setColumn(
+                  proto.ColumnRef
+                    .newBuilder()
+                    .setIndex(id)
+                    .setType(TypeSerde.convert(LongType, "UTC").toOption.get)
+                )
+            )
+        )
+        .build()
+      val verdict = EngineSupport.check(sparkFilter, notBoolean)
+      assert(verdict.isLeft && verdict.left.toOption.get.startsWith("the engine declines:"), verdict)
+    }
+  }
+
+  test("EXPLAIN EXTENDED under AQE shows the native operators and the reasons before the query runs") {
+    withEmber(enabled = true) {
+      withSQLConf(
+        "spark.sql.adaptive.enabled" -> "true",
+        "spark.sql.extendedExplainProviders" -> "org.ember.EmberExplainInfo"
+      ) {
+        val df = data.where(col("i32") > 0).groupBy(col("s")).agg(sum(upper(col("s")).isNull.cast("int")))
+        val text = df.queryExecution.explainString(org.apache.spark.sql.execution.ExtendedMode)
+        assert(text.contains("Native:"), text)
+        val section = text.substring(text.indexOf("Native:"))
+        assert(section.contains("EmberFilter"), section)
+        assert(section.contains("upper"), section)
+        // Nothing ran: AQE is still on its initial plan.
+        val adaptive = df.queryExecution.executedPlan
+          .asInstanceOf[org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec]
+        assert(!adaptive.isFinalPlan)
+      }
+    }
+  }
+
   test("the explain provider lists reasons") {
     withEmber(enabled = true) {
       val df = data.where(upper(col("s")) === "S1")
