@@ -10,7 +10,8 @@ PYTHON ?= python3
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
-.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench docs clean
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench bench-spark docs \
+	clean
 
 all: jar
 
@@ -60,6 +61,20 @@ $(VENV)/bin/spark-submit:
 demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
+
+# Rust micro-benches (native/engine/benches, release profile): each prints DataFusion's operator against Ember's,
+# side by side. `make bench SPARK=1` then runs the Spark benchmarks too (bench-spark).
+bench:
+	cargo bench -p ember-engine
+ifneq ($(SPARK),)
+	$(MAKE) bench-spark
+endif
+
+# Side-by-side Spark benchmarks (dev/bench, vanilla Spark vs Ember in one spark-submit each) on the release jar.
+# BENCHES picks scripts (names of dev/bench/*.py), BENCH_ARGS is passed to each; see dev/bench/README.md.
+BENCHES ?= aggregate aggregate_functions join parquet_scan window window_segments
+bench-spark: jar $(VENV)/bin/spark-submit
+	set -e; for b in $(BENCHES); do echo "== dev/bench/$$b.py"; dev/bench/submit.sh $$b $(BENCH_ARGS); done
 
 clean:
 	cargo clean
