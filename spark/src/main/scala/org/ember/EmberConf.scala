@@ -240,7 +240,7 @@ object EmberConf {
       "(10 MiB). Lower it only for very small off-heap budgets."
   )
 
-  // --- Shuffled hash join (issue 3) ---
+  // --- Shuffled hash join ---
 
   val EXEC_SHUFFLED_HASH_JOIN: Entry[Boolean] = bool(
     "spark.ember.exec.shuffledHashJoin.enabled",
