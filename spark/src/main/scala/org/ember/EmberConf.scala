@@ -51,7 +51,8 @@ object EmberConf {
   val EXEC_SORT: Entry[Boolean] = bool(
     "spark.ember.exec.sort.enabled",
     default = true,
-    "Run `SortExec` natively (as `EmberSortExec`, DataFusion's sort, which spills under Spark's memory pool)."
+    "Run `SortExec` natively (as `EmberSortExec`): the radix sort of `spark.ember.sort.radix.enabled` where " +
+      "it applies, else DataFusion's sort, which spills under Spark's memory pool."
   )
 
   val SORT_RADIX: Entry[Boolean] = bool(
@@ -121,9 +122,11 @@ object EmberConf {
   val EXEC_AGGREGATE: Entry[Boolean] = bool(
     "spark.ember.exec.aggregate.enabled",
     default = true,
-    "Run `HashAggregateExec` and `ObjectHashAggregateExec` natively (as `EmberHashAggregateExec`) when every " +
-      "function is count, sum/avg of non-decimals, min/max (not of FLOAT/DOUBLE) or first/last; " +
-      "intermediate buffers are Spark's, so native and Spark partial/final aggregates mix."
+    "Run `HashAggregateExec`, `ObjectHashAggregateExec` and `SortAggregateExec` (when no function's result " +
+      "depends on its input order) natively (as `EmberHashAggregateExec`) when every function is count, " +
+      "sum/avg (of decimals; of other numbers outside TRY mode), min/max of an orderable type (FLOAT/DOUBLE " +
+      "in Spark's NaN and -0.0 order) or first/last, without FILTER clauses; intermediate buffers are " +
+      "Spark's, so native and Spark partial/final aggregates mix."
   )
 
   val AGG_ADAPTIVE_ENABLED: Entry[Boolean] = bool(
