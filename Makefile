@@ -10,8 +10,8 @@ PYTHON ?= python3
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
-.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench bench-spark docs \
-	clean
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench bench-spark golden \
+	docs clean
 
 all: jar
 
@@ -53,6 +53,18 @@ test: lint test-rust test-scala test-suites
 
 docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite -Dember.writeDocs=true
+
+# The Rust tests' golden tables, recomputed by Spark 4.1.3's Catalyst expressions (dev/golden/generate.py): the
+# decimal arithmetic and JDK 17 cast tables with the default java (JDK 17), the JDK 25 cast table and
+# jdk_golden.rs with JDK25_HOME (skipped when unset). `git diff` shows what changed.
+JDK25_HOME ?= $(firstword $(wildcard /usr/lib/jvm/*-25-*))
+golden: $(VENV)/bin/spark-submit
+	$(VENV)/bin/python dev/golden/generate.py decimal cast
+ifneq ($(JDK25_HOME),)
+	JAVA_HOME=$(JDK25_HOME) $(VENV)/bin/python dev/golden/generate.py cast jdk
+else
+	@echo "JDK25_HOME is not set: GOLDEN_JDK25 and jdk_golden.rs not regenerated"
+endif
 
 $(VENV)/bin/spark-submit:
 	$(PYTHON) -m venv $(VENV)
