@@ -75,9 +75,12 @@ demo: $(VENV)/bin/spark-submit
 	dev/demo.sh
 
 # Rust micro-benches (native/engine/benches, release profile): each prints DataFusion's operator against Ember's,
-# side by side. `make bench SPARK=1` then runs the Spark benchmarks too (bench-spark).
+# side by side; then the timing tests kept `#[ignore]` in native/engine/tests, in release. `make bench SPARK=1`
+# then runs the Spark benchmarks too (bench-spark).
 bench:
 	cargo bench -p ember-engine
+	cargo test --release -p ember-engine --test prefix_window --test shuffle_writer --test spilling_hash_join \
+		-- --ignored --nocapture --test-threads=1
 ifneq ($(SPARK),)
 	$(MAKE) bench-spark
 endif
