@@ -264,8 +264,9 @@ object EmberConf {
     default = true,
     "Read Parquet files natively when a native operator consumes a file scan: each task's files and byte ranges " +
       "(Spark's own splits) go to the engine, which reads them straight into Arrow. Scans with partition or " +
-      "metadata columns, dates, timestamps or nested types, non-local files, or ignoreCorruptFiles / " +
-      "ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan says why)."
+      "metadata columns, dates, timestamps, nested types or collated strings, non-local files, or " +
+      "ignoreCorruptFiles / ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan " +
+      "says why)."
   )
 
   val EXEC_SHUFFLE: Entry[Boolean] = bool(
