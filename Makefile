@@ -10,7 +10,8 @@ PYTHON ?= python3
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
-.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench docs clean
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench bench-spark golden \
+	docs clean
 
 all: jar
 
@@ -53,6 +54,18 @@ test: lint test-rust test-scala test-suites
 docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite -Dember.writeDocs=true
 
+# The Rust tests' golden tables, recomputed by Spark 4.1.3's Catalyst expressions (dev/golden/generate.py): the
+# decimal arithmetic and JDK 17 cast tables with the default java (JDK 17), the JDK 25 cast table and
+# jdk_golden.rs with JDK25_HOME (skipped when unset). `git diff` shows what changed.
+JDK25_HOME ?= $(firstword $(wildcard /usr/lib/jvm/*-25-*))
+golden: $(VENV)/bin/spark-submit
+	$(VENV)/bin/python dev/golden/generate.py decimal cast
+ifneq ($(JDK25_HOME),)
+	JAVA_HOME=$(JDK25_HOME) $(VENV)/bin/python dev/golden/generate.py cast jdk
+else
+	@echo "JDK25_HOME is not set: GOLDEN_JDK25 and jdk_golden.rs not regenerated"
+endif
+
 $(VENV)/bin/spark-submit:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q pyspark==4.1.3
@@ -60,6 +73,23 @@ $(VENV)/bin/spark-submit:
 demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
+
+# Rust micro-benches (native/engine/benches, release profile): each prints DataFusion's operator against Ember's,
+# side by side; then the timing tests kept `#[ignore]` in native/engine/tests, in release. `make bench SPARK=1`
+# then runs the Spark benchmarks too (bench-spark).
+bench:
+	cargo bench -p ember-engine
+	cargo test --release -p ember-engine --test prefix_window --test shuffle_writer --test spilling_hash_join \
+		-- --ignored --nocapture --test-threads=1
+ifneq ($(SPARK),)
+	$(MAKE) bench-spark
+endif
+
+# Side-by-side Spark benchmarks (dev/bench, vanilla Spark vs Ember in one spark-submit each) on the release jar.
+# BENCHES picks scripts (names of dev/bench/*.py), BENCH_ARGS is passed to each; see dev/bench/README.md.
+BENCHES ?= aggregate aggregate_functions join parquet_scan window window_segments
+bench-spark: jar $(VENV)/bin/spark-submit
+	set -e; for b in $(BENCHES); do echo "== dev/bench/$$b.py"; dev/bench/submit.sh $$b $(BENCH_ARGS); done
 
 clean:
 	cargo clean

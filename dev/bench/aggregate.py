@@ -1,5 +1,6 @@
-"""HLL-gated partial aggregation (issue 4): GROUP BY key with sum/count/min/max over three key shapes, each run
-with vanilla Spark, Ember with an always-combining partial aggregate (gate off) and Ember gated.
+"""HLL-gated partial aggregation (spark.ember.aggregate.adaptivePartial.*): GROUP BY key with sum/count/min/max
+over three key shapes, each run with vanilla Spark, Ember with an always-combining partial aggregate (gate off)
+and Ember gated.
 
     dev/bench/submit.sh aggregate [--rows 20000000] [--scale 1.0] [--partitions 2] [--repeat 1] [--conf k=v]...
 

@@ -1,4 +1,4 @@
-"""Aggregate functions that used to fall back (issue 4): decimal sum/avg, float/double min/max, and GROUP BY a
+"""Aggregate functions that used to fall back to Spark: decimal sum/avg, float/double min/max, and GROUP BY a
 double key, each run with vanilla Spark and with Ember (native partial and final aggregates).
 
     dev/bench/submit.sh aggregate_functions [--rows 20000000] [--scale 1.0] [--partitions 2] [--repeat 1]

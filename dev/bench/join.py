@@ -1,5 +1,5 @@
-"""Shuffled hash join benchmark (issue 3): vanilla Spark's sort-merge join and shuffled hash join against Ember's
-native hash join with spilling off and on, at several off-heap budgets per task.
+"""Shuffled hash join benchmark: vanilla Spark's sort-merge join and shuffled hash join against Ember's native
+hash join (EmberShuffledHashJoinExec) with spilling off and on, at several off-heap budgets per task.
 
     dev/bench/submit.sh join [--scale 1.0] [--budgets 1024,192,128,64] [--shapes inner,left_outer,...]
                              [--partitions 2] [--max-build-buffer-bytes N (test knob: forces spilling)]

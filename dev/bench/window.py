@@ -1,4 +1,5 @@
-"""Prefix-difference windows (issue 5): rolling integral sums over several horizons, the shape from the field.
+"""Prefix-difference windows (EmberWindowExec, the PrefixWindowRewrite rule): rolling integral sums over several
+horizons, the shape from the field.
 
 ~2M rows (11k sellers x 180 days at --scale 1), M integral measures, SUM(m) OVER (PARTITION BY seller ORDER BY
 day ROWS BETWEEN n PRECEDING AND CURRENT ROW) for every n in --widths (M x H window columns), written to a

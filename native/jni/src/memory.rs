@@ -1,5 +1,6 @@
-//! The production [`MemoryBroker`]: every native reservation is asked of a JVM `MemoryConsumer`
-//! (`org.ember.memory.NativeMemoryConsumer`, OFF_HEAP) and so of Spark's `TaskMemoryManager`.
+//! The production [`MemoryBroker`]: every native reservation is asked of the task's JVM `MemoryConsumer`
+//! (`org.apache.spark.sql.ember.memory.NativeMemoryConsumer`, OFF_HEAP) and so of Spark's `TaskMemoryManager`,
+//! which may grant fewer bytes than asked (the pool then refuses the reservation and the operator spills).
 use datafusion_common::Result;
 use ember_engine::error::plan_error;
 use ember_engine::memory::MemoryBroker;

@@ -51,7 +51,8 @@ object EmberConf {
   val EXEC_SORT: Entry[Boolean] = bool(
     "spark.ember.exec.sort.enabled",
     default = true,
-    "Run `SortExec` natively (as `EmberSortExec`, DataFusion's sort, which spills under Spark's memory pool)."
+    "Run `SortExec` natively (as `EmberSortExec`): the radix sort of `spark.ember.sort.radix.enabled` where " +
+      "it applies, else DataFusion's sort, which spills under Spark's memory pool."
   )
 
   val SORT_RADIX: Entry[Boolean] = bool(
@@ -121,9 +122,11 @@ object EmberConf {
   val EXEC_AGGREGATE: Entry[Boolean] = bool(
     "spark.ember.exec.aggregate.enabled",
     default = true,
-    "Run `HashAggregateExec` and `ObjectHashAggregateExec` natively (as `EmberHashAggregateExec`) when every " +
-      "function is count, sum/avg of non-decimals, min/max (not of FLOAT/DOUBLE) or first/last; " +
-      "intermediate buffers are Spark's, so native and Spark partial/final aggregates mix."
+    "Run `HashAggregateExec`, `ObjectHashAggregateExec` and `SortAggregateExec` (when no function's result " +
+      "depends on its input order) natively (as `EmberHashAggregateExec`) when every function is count, " +
+      "sum/avg (of decimals; of other numbers outside TRY mode), min/max of an orderable type (FLOAT/DOUBLE " +
+      "in Spark's NaN and -0.0 order) or first/last, without FILTER clauses; intermediate buffers are " +
+      "Spark's, so native and Spark partial/final aggregates mix."
   )
 
   val AGG_ADAPTIVE_ENABLED: Entry[Boolean] = bool(
@@ -240,7 +243,7 @@ object EmberConf {
       "(10 MiB). Lower it only for very small off-heap budgets."
   )
 
-  // --- Shuffled hash join (issue 3) ---
+  // --- Shuffled hash join ---
 
   val EXEC_SHUFFLED_HASH_JOIN: Entry[Boolean] = bool(
     "spark.ember.exec.shuffledHashJoin.enabled",
@@ -261,8 +264,9 @@ object EmberConf {
     default = true,
     "Read Parquet files natively when a native operator consumes a file scan: each task's files and byte ranges " +
       "(Spark's own splits) go to the engine, which reads them straight into Arrow. Scans with partition or " +
-      "metadata columns, dates, timestamps or nested types, non-local files, or ignoreCorruptFiles / " +
-      "ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan says why)."
+      "metadata columns, dates, timestamps, nested types or collated strings, non-local files, or " +
+      "ignoreCorruptFiles / ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan " +
+      "says why)."
   )
 
   val EXEC_SHUFFLE: Entry[Boolean] = bool(

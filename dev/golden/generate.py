@@ -1,0 +1,327 @@
+"""Regenerates the golden tables of Ember's Rust tests from Spark 4.1.3's own Catalyst expressions.
+
+    dev/.venv/bin/python dev/golden/generate.py [--check] [decimal] [cast] [jdk]     (make golden)
+
+Each table lists its cases itself: this script keeps every line's inputs and recomputes everything Spark decides
+(result types, values, errors), evaluating the expressions through py4j in the JVM PySpark starts, with each
+operand bound from a row as Spark reads it from a column. To add a case, add a line with its inputs (the other
+columns anything) and run the script. With --check, nothing is written: the differences are printed and the exit
+status is 1 if there are any.
+
+- decimal: native/engine/tests/data/decimal_arithmetic_spark.tsv. Add / Subtract / Multiply / Divide / Remainder
+  / IntegralDivide with NumericEvalContext(mode, allowPrecisionLoss) in LEGACY, ANSI and TRY, and UnaryMinus.
+  Columns: op, left (p,s), right (p,s), result type, left unscaled, right unscaled, then the LEGACY, ANSI and TRY
+  results; `neg` lines have `-` for the right operand and one result. The result type column also picks
+  allowPrecisionLoss: the setting (true first) under which Spark gives that type; a new line may say `loss` or
+  `noloss` there instead.
+- cast: native/engine/src/expressions/cast/golden.rs. Cast(value, to, zone, mode) in LEGACY, ANSI and TRY:
+  GOLDEN is JDK 17's, GOLDEN_JDK25 JDK 25's (its lines are those where the two JDKs' float/double text differs);
+  only the table of the JVM running this script is regenerated (set JAVA_HOME to choose). Values are Spark's
+  internal ones as text (dates in days, timestamps in microseconds, decimals unscaled; floats and doubles as Java
+  parses them), results likewise, or `NULL`, `ERR <class> <condition> <parameters>`, `EXC <exception>`; strings
+  in Rust escapes. A BINARY result keeps its recorded text (Java's byte[] identity, different in every JVM).
+- jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
+  patterns; needs JDK 19 or later (the shortest-repr algorithm), and is skipped on older JVMs.
+"""
+import os
+import re
+import sys
+
+from pyspark.java_gateway import launch_gateway
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+DECIMAL_TSV = os.path.join(ROOT, "native/engine/tests/data/decimal_arithmetic_spark.tsv")
+CAST_RS = os.path.join(ROOT, "native/engine/src/expressions/cast/golden.rs")
+JDK_RS = os.path.join(ROOT, "native/engine/src/expressions/cast/jdk_golden.rs")
+
+
+class Spark:
+    """Catalyst through py4j: build expressions, evaluate one over a row, render the outcome."""
+
+    def __init__(self):
+        # Error messages print TIMESTAMP values in the session zone, which defaults to the JVM's: UTC, as recorded.
+        os.environ["TZ"] = "UTC"
+        self.gw = launch_gateway()
+        self.jvm = self.gw.jvm
+        self.E = self.jvm.org.apache.spark.sql.catalyst.expressions
+        self.T = self.jvm.org.apache.spark.sql.types
+        self.jdk = self.jvm.java.lang.Runtime.version().feature()
+        self.modes = [self.E.EvalMode.LEGACY(), self.E.EvalMode.ANSI(), self.E.EvalMode.TRY()]
+        self.types = {}
+
+    def type(self, ddl):
+        if ddl not in self.types:
+            self.types[ddl] = self.T.DataType.fromDDL(ddl)
+        return self.types[ddl]
+
+    def seq(self, *xs):
+        lst = self.jvm.java.util.ArrayList()
+        for x in xs:
+            lst.add(x)
+        return self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(lst).toSeq()
+
+    def bound(self, i, ddl):
+        return self.E.BoundReference(i, self.type(ddl), True)
+
+    def decimal(self, unscaled, p, s):
+        """A Decimal as UnsafeRow.getDecimal returns it: long-backed up to 18 digits, else BigDecimal-backed."""
+        D = self.T.Decimal
+        if p <= 18:
+            return D.createUnsafe(int(unscaled), p, s)
+        big = self.jvm.java.math.BigDecimal(self.jvm.java.math.BigInteger(unscaled), s)
+        return D.apply(big, p, s)
+
+    def generic_row(self, values):
+        arr = self.gw.new_array(self.jvm.java.lang.Object, len(values))
+        for i, v in enumerate(values):
+            arr[i] = v
+        return self.E.GenericInternalRow(arr)
+
+    def evaluate(self, expr, row):
+        """(None, output row) or (exception, None)."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return None, self.E.InterpretedProjection(self.seq(expr)).apply(row)
+        except Py4JJavaError as e:
+            return e.java_exception, None
+
+
+# ---- decimal arithmetic ------------------------------------------------------------------------------------
+
+BINARY = {"add": "Add", "sub": "Subtract", "mul": "Multiply", "div": "Divide", "rem": "Remainder",
+          "idiv": "IntegralDivide"}
+
+
+def decimal_type_name(dt):
+    m = re.fullmatch(r"decimal\((\d+),(\d+)\)", dt.simpleString())
+    if m:
+        return f"d{m.group(1)},{m.group(2)}"
+    assert dt.simpleString() == "bigint", dt.simpleString()
+    return "i64"
+
+
+def condition(err):
+    """A Spark error's condition (error class), or None for a plain Java exception."""
+    try:
+        return err.getCondition()
+    except Exception:  # py4j: no such method
+        return None
+
+
+def decimal_outcome(spark, expr, row):
+    err, out = spark.evaluate(expr, row)
+    if err is not None:
+        if condition(err):
+            params = err.getMessageParameters()
+            kv = sorted((k, params.get(k)) for k in params.keySet())
+            return "E:" + condition(err) + "".join(f";{k}={v}" for k, v in kv)
+        return f"X:{err.getClass().getName()}:{err.getMessage()}"
+    if out.isNullAt(0):
+        return "null"
+    dt = expr.dataType()
+    if dt.simpleString() == "bigint":
+        return str(out.getLong(0))
+    return out.get(0, dt).toPlainString()
+
+
+def decimal_lines(spark, lines):
+    out = []
+    for line in lines:
+        f = line.split("\t")
+        op, lt, rt, rtype, a, b = f[0], f[1], f[2], f[3], f[4], f[5]
+        lp, ls = map(int, lt.split(","))
+        left = spark.decimal(a, lp, ls)
+        if op == "neg":
+            row = spark.generic_row([left])
+            expr = spark.E.UnaryMinus(spark.bound(0, f"decimal({lp},{ls})"), False)
+            out.append("\t".join([op, lt, "-", decimal_type_name(expr.dataType()), a, "-",
+                                  decimal_outcome(spark, expr, row)]))
+            continue
+        rp, rs = map(int, rt.split(","))
+        row = spark.generic_row([left, spark.decimal(b, rp, rs)])
+        l_ref, r_ref = spark.bound(0, f"decimal({lp},{ls})"), spark.bound(1, f"decimal({rp},{rs})")
+        cls = getattr(spark.E, BINARY[op])
+
+        def make(mode, loss):
+            return cls(l_ref, r_ref, spark.E.NumericEvalContext(mode, loss))
+
+        if rtype in ("loss", "noloss"):
+            loss = rtype == "loss"
+        else:
+            loss = next((x for x in (True, False) if decimal_type_name(make(spark.modes[0], x).dataType()) == rtype),
+                        None)
+            if loss is None:
+                raise SystemExit(f"decimal: Spark gives neither setting the result type {rtype}: {line}")
+        exprs = [make(m, loss) for m in spark.modes]
+        out.append("\t".join([op, lt, rt, decimal_type_name(exprs[0].dataType()), a, b]
+                             + [decimal_outcome(spark, e, row) for e in exprs]))
+    return out
+
+
+def regenerate_decimal(spark):
+    with open(DECIMAL_TSV) as f:
+        lines = [x for x in f.read().split("\n") if x]
+    return {DECIMAL_TSV: "\n".join(decimal_lines(spark, lines)) + "\n"}
+
+
+# ---- casts -------------------------------------------------------------------------------------------------
+
+CAST_TYPES = {"int": "int", "bigint": "bigint", "smallint": "smallint", "tinyint": "tinyint", "boolean": "boolean",
+              "double": "double", "float": "float", "string": "string", "binary": "binary", "date": "date",
+              "ts": "timestamp", "ntz": "timestamp_ntz"}
+
+
+def cast_ddl(name):
+    m = re.fullmatch(r"dec\((\d+),(-?\d+)\)", name)
+    return f"decimal({int(m.group(1))},{int(m.group(2))})" if m else CAST_TYPES[name]
+
+
+def rust_unescape(s):
+    return re.sub(r'\\u\{([0-9a-f]+)\}|\\(.)',
+                  lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), s)
+
+
+def rust_escape(s):
+    out = []
+    for c in s:
+        if c in '\\"':
+            out.append("\\" + c)
+        elif 0x20 <= ord(c) < 0x7F:
+            out.append(c)
+        else:
+            out.append("\\u{%x}" % ord(c))
+    return "".join(out)
+
+
+def cast_input(spark, ty, value):
+    """A one-column row holding `value` (the table's text) as type `ty`, as Spark reads it from a column."""
+    jvm = spark.jvm
+    if ty == "string" or ty.startswith("dec("):
+        if ty == "string":
+            v = jvm.org.apache.spark.unsafe.types.UTF8String.fromString(value)
+        else:
+            p, s = map(int, re.fullmatch(r"dec\((\d+),(\d+)\)", ty).groups())
+            v = spark.decimal(value, p, s)  # the table gives a decimal's unscaled value
+        return spark.generic_row([v])
+    row = spark.E.UnsafeRow(1)
+    row.pointTo(spark.gw.new_array(jvm.byte, 16), 16)
+    if ty == "boolean":
+        row.setBoolean(0, value == "true")
+    elif ty == "tinyint":
+        row.setByte(0, int(value))
+    elif ty == "smallint":
+        row.setShort(0, int(value))
+    elif ty in ("int", "date"):
+        row.setInt(0, int(value))
+    elif ty in ("bigint", "ts", "ntz"):
+        row.setLong(0, int(value))
+    elif ty == "double":
+        row.setDouble(0, jvm.java.lang.Double.parseDouble(value))
+    elif ty == "float":
+        row.setFloat(0, jvm.java.lang.Float.parseFloat(value))
+    else:
+        raise SystemExit(f"cast: unknown source type {ty}")
+    return row
+
+
+def cast_outcome(spark, expr, row):
+    err, out = spark.evaluate(expr, row)
+    if err is not None:
+        if condition(err):
+            return f"ERR {err.getClass().getSimpleName()} {condition(err)} {err.getMessageParameters().toString()}"
+        return f"EXC {err.toString()}"
+    if out.isNullAt(0):
+        return "NULL"
+    return out.toString()[1:-1]
+
+
+TUPLE = re.compile(r'    \(((?:"(?:[^"\\]|\\.)*"(?:, )?){7})\),')
+
+
+def cast_lines(spark, body):
+    out = []
+    for line in body:
+        m = TUPLE.fullmatch(line)
+        if not m:
+            raise SystemExit(f"cast: not a golden line: {line}")
+        fields = [rust_unescape(x) for x in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
+        src, to, value, zone = fields[:4]
+        row = cast_input(spark, src, value)
+        child = spark.E.BoundReference(0, spark.type(cast_ddl(src)), True)
+        zone_opt = spark.jvm.scala.Option.apply(zone)
+        results = [cast_outcome(spark, spark.E.Cast(child, spark.type(cast_ddl(to)), zone_opt, mode), row)
+                   for mode in spark.modes]
+        # A BINARY result prints as Java's byte[] identity ("[B@1b2c3d"), different in every JVM: the recorded
+        # text stays (the Rust test compares the bytes with the input instead).
+        results = [old if re.fullmatch(r"\[B@[0-9a-f]+", new) and re.fullmatch(r"\[B@[0-9a-f]+", old) else new
+                   for new, old in zip(results, fields[4:])]
+        out.append("    (" + ", ".join(f'"{rust_escape(x)}"' for x in [src, to, value, zone] + results) + "),")
+    return out
+
+
+def regenerate_cast(spark):
+    with open(CAST_RS) as f:
+        lines = f.read().split("\n")
+    table = {17: "GOLDEN", 25: "GOLDEN_JDK25"}.get(spark.jdk)
+    if table is None:
+        print(f"cast: JDK {spark.jdk} has no table in golden.rs (17: GOLDEN, 25: GOLDEN_JDK25); skipped",
+              file=sys.stderr)
+        return {}
+    start = lines.index(f"pub const {table}: &[(&str, &str, &str, &str, &str, &str, &str)] = &[") + 1
+    end = lines.index("];", start)
+    lines[start:end] = cast_lines(spark, lines[start:end])
+    return {CAST_RS: "\n".join(lines)}
+
+
+# ---- JDK float/double text ---------------------------------------------------------------------------------
+
+def regenerate_jdk(spark):
+    if spark.jdk < 19:
+        print(f"jdk: JDK {spark.jdk} predates the JDK 19 Double.toString; skipped", file=sys.stderr)
+        return {}
+    jl = spark.jvm.java.lang
+    with open(JDK_RS) as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r"([df]) ([0-9a-f]+) (\S+)\\n\\", line)
+        if not m:
+            continue
+        kind, bits = m.group(1), m.group(2)
+        if kind == "d":
+            text = jl.Double.toString(jl.Double.longBitsToDouble(jl.Long.parseUnsignedLong(bits, 16)))
+        else:
+            text = jl.Float.toString(jl.Float.intBitsToFloat(jl.Integer.parseUnsignedInt(bits, 16)))
+        lines[i] = f"{kind} {bits} {text}\\n\\"
+    return {JDK_RS: "\n".join(lines)}
+
+
+def main(argv):
+    check = "--check" in argv
+    which = [a for a in argv if a != "--check"] or ["decimal", "cast", "jdk"]
+    spark = Spark()
+    print(f"JDK {spark.jdk}", file=sys.stderr)
+    files = {}
+    for w in which:
+        files.update({"decimal": regenerate_decimal, "cast": regenerate_cast, "jdk": regenerate_jdk}[w](spark))
+    changed = 0
+    for path, text in files.items():
+        with open(path) as f:
+            old = f.read()
+        rel = os.path.relpath(path, ROOT)
+        if old == text:
+            print(f"{rel}: unchanged", file=sys.stderr)
+            continue
+        changed += 1
+        if check:
+            import difflib
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True), rel, rel))
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+            print(f"{rel}: rewritten", file=sys.stderr)
+    return 1 if check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
