@@ -18,6 +18,8 @@ pub enum SparkExceptionKind {
     DateTime,
     /// `SparkRuntimeException`: everything else with an error class (e.g. invalid string → boolean).
     Runtime,
+    /// `SparkException` with the native error as its cause: file read errors (`FAILED_READ_FILE.*`).
+    Spark,
 }
 
 impl SparkExceptionKind {
@@ -27,6 +29,7 @@ impl SparkExceptionKind {
             SparkExceptionKind::NumberFormat => "numberFormat",
             SparkExceptionKind::DateTime => "dateTime",
             SparkExceptionKind::Runtime => "runtime",
+            SparkExceptionKind::Spark => "spark",
         }
     }
 }
@@ -40,6 +43,8 @@ pub struct SparkError {
     /// The id of the Spark expression's query context (the SQL fragment or DataFrame call site Spark prints
     /// under the message), as the JVM side put it in the plan; 0: none. Set only where Spark passes one.
     pub query_context: i32,
+    /// The underlying error's message, for kinds whose Spark exception has a cause ([`SparkExceptionKind::Spark`]).
+    pub cause: Option<String>,
 }
 
 /// The query context id of Spark's empty origin (`Origin().context`: no SQL text, no position), which Spark
@@ -55,7 +60,36 @@ impl SparkError {
             error_class: error_class.to_string(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
             query_context: 0,
+            cause: None,
         }
+    }
+
+    /// `FAILED_READ_FILE.NO_HINT`: Spark's wrapper of any error while reading a file (`FileScanRDD`), with the
+    /// file as Spark names it and the native error as the cause.
+    pub fn failed_read_file(path: &str, cause: impl fmt::Display) -> Self {
+        let mut e = Self::new(SparkExceptionKind::Spark, "FAILED_READ_FILE.NO_HINT", &[("path", path.to_string())]);
+        e.cause = Some(cause.to_string());
+        e
+    }
+
+    /// `FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH`: a Parquet column that cannot be read as the Spark
+    /// type asked for (`column` as Spark prints it, `[name]`; the Spark type's `catalogString`; the Parquet
+    /// physical type).
+    pub fn parquet_column_data_type_mismatch(path: &str, column: &str, expected: &str, actual: &str) -> Self {
+        let mut e = Self::new(
+            SparkExceptionKind::Spark,
+            "FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH",
+            &[
+                ("path", path.to_string()),
+                ("column", column.to_string()),
+                ("expectedType", expected.to_string()),
+                ("actualType", actual.to_string()),
+            ],
+        );
+        e.cause = Some(format!(
+            "Parquet column cannot be converted in file {path}. Column: {column}, Expected: {expected}, Found: {actual}"
+        ));
+        e
     }
 
     pub fn with_query_context(mut self, query_context: i32) -> Self {
@@ -167,6 +201,9 @@ impl fmt::Display for SparkError {
         write!(f, "[{}]", self.error_class)?;
         for (k, v) in &self.params {
             write!(f, " {k}={v}")?;
+        }
+        if let Some(cause) = &self.cause {
+            write!(f, ": {cause}")?;
         }
         Ok(())
     }

@@ -68,21 +68,32 @@ fn throw_native(env: &mut Env<'_>, message: &str) -> jni::errors::Result<()> {
     }
 }
 
+/// Throws `EmberSparkError` carrying the condition as a proto `SparkError` (kind, class, parameters, query
+/// context, cause): the JVM rethrows it as the exception Spark itself would throw.
 fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni::errors::Result<()> {
-    let kind = env.new_string(err.kind.as_str())?;
-    let class = env.new_string(&err.error_class)?;
-    let params = JObjectArray::<JString>::new(env, err.params.len() * 2, JString::null())?;
-    for (i, (k, v)) in err.params.iter().enumerate() {
-        let k = env.new_string(k)?;
-        let v = env.new_string(v)?;
-        params.set_element(env, i * 2, &k)?;
-        params.set_element(env, i * 2 + 1, &v)?;
-    }
-    let exc = env.new_object(
-        jni_str!("org/ember/jni/EmberSparkError"),
-        jni_sig!("(Ljava/lang/String;Ljava/lang/String;[Ljava/lang/String;I)V"),
-        &[JValue::Object(&kind), JValue::Object(&class), JValue::Object(&params), JValue::Int(err.query_context)],
-    )?;
+    use ember_engine::error::SparkExceptionKind as K;
+    use ember_engine::proto as pb;
+    let kind = match err.kind {
+        K::Runtime => pb::SparkExceptionKind::Runtime,
+        K::Arithmetic => pb::SparkExceptionKind::Arithmetic,
+        K::NumberFormat => pb::SparkExceptionKind::NumberFormat,
+        K::DateTime => pb::SparkExceptionKind::DateTime,
+        K::Spark => pb::SparkExceptionKind::Spark,
+    };
+    let message = pb::SparkError {
+        kind: kind as i32,
+        error_class: err.error_class.clone(),
+        parameters: err
+            .params
+            .iter()
+            .map(|(name, value)| pb::MessageParameter { name: name.clone(), value: value.clone() })
+            .collect(),
+        query_context: err.query_context,
+        cause: err.cause.clone().unwrap_or_default(),
+    };
+    let bytes = env.byte_array_from_slice(&message.encode_to_vec())?;
+    let exc =
+        env.new_object(jni_str!("org/ember/jni/EmberSparkError"), jni_sig!("([B)V"), &[JValue::Object(&bytes)])?;
     let exc = jni::objects::JThrowable::cast_local(env, exc)?;
     match env.throw(exc) {
         Ok(()) | Err(JniError::JavaException) => Ok(()),
@@ -225,7 +236,12 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let splits = task
                         .splits
                         .into_iter()
-                        .map(|s| ParquetSplit { path: s.path, start: s.start, length: s.length })
+                        .map(|s| ParquetSplit {
+                            path: s.path,
+                            start: s.start,
+                            length: s.length,
+                            display_path: s.display_path,
+                        })
                         .collect();
                     let source = env.new_global_ref(&source)?;
                     let reader = ParquetScanReader::new(

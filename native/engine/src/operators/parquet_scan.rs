@@ -30,12 +30,51 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
 
+use crate::error::SparkError;
+
 /// One byte range of one file, as Spark's `PartitionedFile`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParquetSplit {
     pub path: String,
     pub start: i64,
     pub length: i64,
+    /// The file as Spark names it in its errors (`PartitionedFile.urlEncodedPath`); empty: `path`.
+    pub display_path: String,
+}
+
+impl ParquetSplit {
+    fn name(&self) -> &str {
+        if self.display_path.is_empty() {
+            &self.path
+        } else {
+            &self.display_path
+        }
+    }
+}
+
+/// A read error as Spark's `FileScanRDD` raises it: `FAILED_READ_FILE.NO_HINT` naming the file.
+fn failed_read(path: &str, e: impl std::fmt::Display) -> ArrowError {
+    ArrowError::ExternalError(Box::new(SparkError::failed_read_file(path, e)))
+}
+
+/// Spark's `DataType.catalogString` of the Arrow type a Spark column is read into.
+fn spark_type_name(dt: &DataType) -> String {
+    match dt {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 => "tinyint".into(),
+        DataType::Int16 => "smallint".into(),
+        DataType::Int32 => "int".into(),
+        DataType::Int64 => "bigint".into(),
+        DataType::Float32 => "float".into(),
+        DataType::Float64 => "double".into(),
+        DataType::Utf8 => "string".into(),
+        DataType::Binary => "binary".into(),
+        DataType::Date32 => "date".into(),
+        DataType::Decimal128(p, s) => format!("decimal({p},{s})"),
+        DataType::Timestamp(_, Some(_)) => "timestamp".into(),
+        DataType::Timestamp(_, None) => "timestamp_ntz".into(),
+        other => other.to_string(),
+    }
 }
 
 /// Where a requested column comes from in the current file.
@@ -98,7 +137,8 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
     /// Opens the next split that has row groups of its own; None when none is left.
     fn open_next(&mut self) -> Result<Option<OpenSplit>, ArrowError> {
         while let Some(split) = self.splits.pop_front() {
-            let context = |e: &dyn std::fmt::Display| ArrowError::ExternalError(format!("{}: {e}", split.path).into());
+            let file_name = split.name().to_string();
+            let context = |e: &dyn std::fmt::Display| failed_read(&file_name, e);
             let file = File::open(&split.path).map_err(|e| context(&e))?;
             // Spark writes no Arrow schema into its files; one written by another tool is ignored too, so a
             // column reads as its Parquet type says (strings as Utf8, not whichever view type a writer chose).
@@ -143,11 +183,16 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                         } else if exact_widening(found, field.data_type()) {
                             Some(field.data_type().clone())
                         } else {
-                            return Err(ArrowError::SchemaError(format!(
-                                "Parquet column cannot be converted in file {}. Column: [{name}], Expected: {}, \
-                                 Found: {found}",
-                                split.path,
-                                field.data_type()
+                            let root = &meta.parquet_schema().root_schema().get_fields()[*i];
+                            let actual = if root.is_primitive() {
+                                root.get_physical_type().to_string()
+                            } else {
+                                found.to_string()
+                            };
+                            let column = format!("[{}]", file_schema.field(*i).name());
+                            let expected = spark_type_name(field.data_type());
+                            return Err(ArrowError::ExternalError(Box::new(
+                                SparkError::parquet_column_data_type_mismatch(&file_name, &column, &expected, &actual),
                             )));
                         };
                         roots.push(*i);
@@ -155,10 +200,9 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                     many => {
                         let found: Vec<&str> = many.iter().map(|i| file_schema.field(*i).name().as_str()).collect();
-                        return Err(ArrowError::SchemaError(format!(
-                            "Found duplicate field(s) \"{name}\": [{}] in case-insensitive mode (file {})",
-                            found.join(", "),
-                            split.path
+                        return Err(context(&format!(
+                            "Found duplicate field(s) \"{name}\": [{}] in case-insensitive mode",
+                            found.join(", ")
                         )));
                     }
                 }
@@ -182,7 +226,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 .with_batch_size(self.batch_size)
                 .build()
                 .map_err(|e| context(&e))?;
-            return Ok(Some(OpenSplit { reader, columns, path: split.path }));
+            return Ok(Some(OpenSplit { reader, columns, path: file_name }));
         }
         Ok(None)
     }
@@ -205,7 +249,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     let open = self.current.as_ref().expect("an open split");
                     return Some(self.convert(open, batch));
                 }
-                Some(Err(e)) => return Some(Err(ArrowError::ExternalError(format!("{}: {e}", open.path).into()))),
+                Some(Err(e)) => return Some(Err(failed_read(&open.path, e))),
                 None => self.current = None,
             }
         }
@@ -224,9 +268,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 // error, never a NULL in its place.
                 ColumnSource::File { index, cast_to: Some(to) } => {
                     cast_with_options(batch.column(*index), to, &CastOptions { safe: false, ..Default::default() })
-                        .map_err(|e| {
-                            ArrowError::ExternalError(format!("{}: column {}: {e}", open.path, field.name()).into())
-                        })
+                        .map_err(|e| failed_read(&open.path, format!("column {}: {e}", field.name())))
                 }
             })
             .collect::<Result<Vec<ArrayRef>, _>>()?;
@@ -353,7 +395,12 @@ mod tests {
         for parts in [1i64, 2, 3, 7, 40] {
             let step = size / parts + 1;
             let splits: Vec<ParquetSplit> = (0..parts)
-                .map(|k| ParquetSplit { path: path.clone(), start: k * step, length: step.min(size - k * step) })
+                .map(|k| ParquetSplit {
+                    path: path.clone(),
+                    start: k * step,
+                    length: step.min(size - k * step),
+                    display_path: String::new(),
+                })
                 .collect();
             let mut got: Vec<i64> = Vec::new();
             let mut non_empty = 0;
@@ -372,7 +419,7 @@ mod tests {
     fn columns_by_name_missing_widened_and_batch_sizes() {
         let dir = tempfile::tempdir().unwrap();
         let (path, size) = write_file(dir.path(), 1000, 300);
-        let split = vec![ParquetSplit { path, start: 0, length: size }];
+        let split = vec![ParquetSplit { path, start: 0, length: size, display_path: String::new() }];
         let fields = vec![
             Field::new("c0", DataType::Utf8, true),
             Field::new("c1", DataType::Int64, true),   // v: INT widened to BIGINT
@@ -400,7 +447,7 @@ mod tests {
         assert_eq!(bin[0].column(0).as_binary::<i32>().value(3), b"row 3");
         // A narrowing is refused with the column and file named.
         let err = read(vec![Field::new("c0", DataType::Int32, true)], &["id"], false, split, 1000).unwrap_err();
-        assert!(err.to_string().contains("Column: [id]"), "{err}");
+        assert!(err.to_string().contains("Column: [Id]"), "{err}");
     }
 
     /// An unannotated BINARY column read as STRING: valid values come through; a value that is not UTF-8 fails
@@ -415,7 +462,12 @@ mod tests {
             let col = Arc::new(arrow::array::BinaryArray::from(values));
             w.write(&RecordBatch::try_new(schema, vec![col]).unwrap()).unwrap();
             w.close().unwrap();
-            vec![ParquetSplit { path: path.to_str().unwrap().to_string(), start: 0, length: 1 << 20 }]
+            vec![ParquetSplit {
+                path: path.to_str().unwrap().to_string(),
+                start: 0,
+                length: 1 << 20,
+                display_path: String::new(),
+            }]
         };
         let as_string = || vec![Field::new("c0", DataType::Utf8, true)];
         let good = read(as_string(), &["b"], false, write("good.parquet", vec![Some("ü€".as_bytes()), None]), 10);
@@ -438,17 +490,59 @@ mod tests {
         w.write(&RecordBatch::try_new(schema, vec![col.clone(), col]).unwrap()).unwrap();
         w.close().unwrap();
         let p = path.to_str().unwrap().to_string();
-        let split = vec![ParquetSplit { path: p.clone(), start: 0, length: 1 << 20 }];
+        let split = vec![ParquetSplit { path: p.clone(), start: 0, length: 1 << 20, display_path: String::new() }];
         let field = || vec![Field::new("c0", DataType::Int64, true)];
         let err = read(field(), &["a"], false, split.clone(), 10).unwrap_err();
         assert!(err.to_string().contains("Found duplicate field(s) \"a\": [a, A]"), "{err}");
         assert_eq!(ids(&read(field(), &["A"], true, split, 10).unwrap(), 0), vec![1, 2]);
-        let missing = vec![ParquetSplit { path: format!("{p}.nope"), start: 0, length: 1 }];
+        let missing =
+            vec![ParquetSplit { path: format!("{p}.nope"), start: 0, length: 1, display_path: String::new() }];
         assert!(read(field(), &["a"], false, missing, 10).unwrap_err().to_string().contains(".nope"));
         let junk = dir.path().join("junk.parquet");
         std::fs::write(&junk, b"not parquet at all").unwrap();
-        let split = vec![ParquetSplit { path: junk.to_str().unwrap().into(), start: 0, length: 18 }];
+        let split = vec![ParquetSplit {
+            path: junk.to_str().unwrap().into(),
+            start: 0,
+            length: 18,
+            display_path: String::new(),
+        }];
         assert!(read(field(), &["a"], false, split, 10).unwrap_err().to_string().contains("junk.parquet"));
+    }
+
+    /// Read errors carry Spark's error classes and name the file as Spark does (its display path).
+    #[test]
+    fn read_errors_are_sparks_failed_read_file_conditions() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, size) = write_file(dir.path(), 100, 100);
+        let class_of = |e: ArrowError| match e {
+            ArrowError::ExternalError(inner) => {
+                let spark = inner.downcast::<SparkError>().expect("a Spark error");
+                (spark.error_class.clone(), spark.params.clone())
+            }
+            other => panic!("not a Spark error: {other}"),
+        };
+        let split = |p: &str, length: i64| {
+            vec![ParquetSplit { path: p.to_string(), start: 0, length, display_path: format!("file://{p}") }]
+        };
+        let int = vec![Field::new("c0", DataType::Int32, true)];
+        let (class, params) = class_of(read(int, &["Id"], false, split(&path, size), 10).unwrap_err());
+        assert_eq!(class, "FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH");
+        let expected: Vec<(String, String)> = [
+            ("path", format!("file://{path}")),
+            ("column", "[Id]".into()),
+            ("expectedType", "int".into()),
+            ("actualType", "INT64".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(params, expected);
+        let junk = dir.path().join("junk.parquet");
+        std::fs::write(&junk, b"not parquet at all").unwrap();
+        let long = || vec![Field::new("c0", DataType::Int64, true)];
+        let (class, params) = class_of(read(long(), &["a"], false, split(junk.to_str().unwrap(), 18), 10).unwrap_err());
+        assert_eq!(class, "FAILED_READ_FILE.NO_HINT");
+        assert_eq!(params, vec![("path".to_string(), format!("file://{}", junk.to_str().unwrap()))]);
     }
 
     #[test]
@@ -456,7 +550,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (path, size) = write_file(dir.path(), 1000, 1000);
         let schema = Arc::new(Schema::new(vec![Field::new("c0", DataType::Int64, true)]));
-        let split = vec![ParquetSplit { path, start: 0, length: size }];
+        let split = vec![ParquetSplit { path, start: 0, length: size, display_path: String::new() }];
         let killed = crate::operators::shared::killed_after(2);
         let reader = ParquetScanReader::new(schema, vec!["id".into()], false, split, 100, killed).unwrap();
         let got: Vec<_> = reader.collect();

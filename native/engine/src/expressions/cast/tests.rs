@@ -111,6 +111,7 @@ fn error_text(e: &DataFusionError) -> String {
                 SparkExceptionKind::NumberFormat => "SparkNumberFormatException",
                 SparkExceptionKind::DateTime => "SparkDateTimeException",
                 SparkExceptionKind::Runtime => "SparkRuntimeException",
+                SparkExceptionKind::Spark => "SparkException",
             };
             let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("ERR {kind} {} {{{}}}", s.error_class, params.join(", "))

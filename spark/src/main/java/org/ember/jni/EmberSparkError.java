@@ -1,23 +1,22 @@
 package org.ember.jni;
 
+import com.google.protobuf.InvalidProtocolBufferException;
+import org.ember.proto.SparkError;
+
 /**
  * A Spark error condition raised natively (e.g. ARITHMETIC_OVERFLOW under ANSI): the JVM side rethrows it as
- * the Spark exception Spark itself would throw ({@code org.apache.spark.sql.ember.EmberErrors}).
+ * the Spark exception Spark itself would throw ({@code org.apache.spark.sql.ember.EmberErrors}). Thrown by the
+ * native side with the condition as a serialized proto {@code SparkError}.
  */
 public class EmberSparkError extends RuntimeException {
-  /** "arithmetic", "numberFormat", "dateTime" or "runtime": which Spark exception class to throw. */
-  public final String kind;
-  public final String errorClass;
-  /** Message parameters as alternating names and values. */
-  public final String[] params;
-  /** Id of the failing expression's query context in the plan (0: none). */
-  public final int queryContext;
+  public final SparkError error;
 
-  public EmberSparkError(String kind, String errorClass, String[] params, int queryContext) {
-    super("[" + errorClass + "]");
-    this.kind = kind;
-    this.errorClass = errorClass;
-    this.params = params;
-    this.queryContext = queryContext;
+  public EmberSparkError(byte[] error) throws InvalidProtocolBufferException {
+    this(SparkError.parseFrom(error));
+  }
+
+  private EmberSparkError(SparkError error) {
+    super("[" + error.getErrorClass() + "]");
+    this.error = error;
   }
 }

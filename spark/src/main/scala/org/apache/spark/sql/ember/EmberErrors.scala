@@ -1,28 +1,40 @@
 package org.apache.spark.sql.ember
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.{
   QueryContext,
   SparkArithmeticException,
   SparkDateTimeException,
+  SparkException,
   SparkNumberFormatException,
   SparkRuntimeException
 }
-import org.ember.jni.EmberSparkError
+import org.ember.jni.{EmberNativeException, EmberSparkError}
+import org.ember.proto.SparkExceptionKind
 
 /** Native Spark error conditions → the exceptions Spark itself throws for them. */
 object EmberErrors {
 
   /** `contexts`: the query context of an id the plan carried (as `QueryExecutionErrors` passes Spark's own). */
   def toSparkException(e: EmberSparkError, contexts: Int => Option[QueryContext]): Throwable = {
-    val params = e.params.grouped(2).collect { case Array(k, v) => k -> v }.toMap
-    val context = contexts(e.queryContext)
+    val error = e.error
+    val params = error.getParametersList.asScala.map(p => p.getName -> p.getValue).toMap
+    val context = contexts(error.getQueryContext)
     val ctx = context.toArray
     val summary = context.map(_.summary).getOrElse("")
-    e.kind match {
-      case "arithmetic" => new SparkArithmeticException(e.errorClass, params, ctx, summary)
-      case "numberFormat" => new SparkNumberFormatException(e.errorClass, params, ctx, summary)
-      case "dateTime" => new SparkDateTimeException(e.errorClass, params, ctx, summary)
-      case _ => new SparkRuntimeException(e.errorClass, params, null, ctx, summary)
+    val errorClass = error.getErrorClass
+    error.getKind match {
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_ARITHMETIC =>
+        new SparkArithmeticException(errorClass, params, ctx, summary)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_NUMBER_FORMAT =>
+        new SparkNumberFormatException(errorClass, params, ctx, summary)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_DATE_TIME =>
+        new SparkDateTimeException(errorClass, params, ctx, summary)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_SPARK =>
+        val cause = if (error.getCause.isEmpty) null else new EmberNativeException(error.getCause)
+        new SparkException(errorClass, params, cause)
+      case _ => new SparkRuntimeException(errorClass, params, null, ctx, summary)
     }
   }
 }

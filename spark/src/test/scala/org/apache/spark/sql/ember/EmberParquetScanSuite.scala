@@ -5,6 +5,7 @@ import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types._
+import org.ember.jni.EmberNativeException
 
 /**
  * The native Parquet scan (`spark.ember.exec.parquetScan.enabled`): rows identical to Spark's vectorized reader
@@ -160,16 +161,68 @@ class EmberParquetScanSuite extends EmberQueryTest {
     }
   }
 
-  test("a type the file cannot widen to fails the task with the column and file named") {
+  /** The first Spark error condition in `e`'s cause chain, with its message parameters. */
+  private def condition(e: Throwable): Option[(String, Map[String, String])] =
+    Iterator
+      .iterate(e)(_.getCause)
+      .takeWhile(_ != null)
+      .collectFirst {
+        case t: org.apache.spark.SparkThrowable
+            if t.getCondition != null && t.getCondition.startsWith("FAILED") =>
+          import scala.jdk.CollectionConverters._
+          t.getCondition -> t.getMessageParameters.asScala.toMap
+      }
+
+  /** The condition Spark raises for `query` and the one Ember raises, which must be the same. */
+  private def sameReadError(query: () => DataFrame): (String, Map[String, String]) = {
+    val spark = withEmber(enabled = false)(intercept[SparkException](query().collect()))
+    val ember = withEmber(enabled = true)(intercept[SparkException](query().collect()))
+    // Raised by the native reader: its error is the cause.
+    assert(
+      Iterator
+        .iterate(ember: Throwable)(_.getCause)
+        .takeWhile(_ != null)
+        .exists(_.isInstanceOf[EmberNativeException]),
+      s"not raised natively: $ember"
+    )
+    assert(condition(spark).isDefined, s"Spark raised no read condition: $spark")
+    assert(condition(ember) == condition(spark), s"Ember: $ember\nSpark: $spark")
+    assertNoNativeMemoryHeld()
+    condition(ember).get
+  }
+
+  test("a type the file cannot widen to: Spark's PARQUET_COLUMN_DATA_TYPE_MISMATCH, same parameters") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
-      spark.range(0, 10).select(col("id")).write.parquet(path)
+      spark.range(0, 10).select(col("id")).coalesce(1).write.parquet(path) // one file: one failing task
       val schema = StructType(Seq(StructField("id", IntegerType)))
-      val err = intercept[SparkException] {
-        withEmber(enabled = true)(spark.read.schema(schema).parquet(path).where(col("id") > 1).collect())
+      val (cond, params) = sameReadError(() => spark.read.schema(schema).parquet(path).where(col("id") > 1))
+      assert(
+        cond == "FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH" && params("column") == "[id]",
+        params
+      )
+    }
+  }
+
+  test("corrupt files: Spark's FAILED_READ_FILE condition naming the file") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      spark.range(0, 1000).selectExpr("id", "cast(id as string) s").coalesce(1).write.parquet(path)
+      val file = new java.io.File(path).listFiles().find(_.getName.endsWith(".parquet")).get
+      val bytes = java.nio.file.Files.readAllBytes(file.toPath)
+      val schema = StructType(Seq(StructField("id", LongType), StructField("s", StringType)))
+      val read = () => spark.read.schema(schema).parquet(path).where(col("id") > 1)
+      // Bad magic at the end, then a truncated footer, then garbage in the middle of the data pages.
+      val corruptions = Seq[Array[Byte] => Array[Byte]](
+        b => b.updated(b.length - 1, 'X'.toByte),
+        b => b.take(b.length - 20),
+        b => b.zipWithIndex.map { case (x, i) => if (i > 8 && i < b.length / 2) (x ^ 0x5a).toByte else x }
+      )
+      for (corrupt <- corruptions) {
+        java.nio.file.Files.write(file.toPath, corrupt(bytes))
+        val (cond, params) = sameReadError(read)
+        assert(cond.startsWith("FAILED_READ_FILE") && params("path").contains(file.getName), params)
       }
-      assert(err.getMessage.contains("Column: [id]"), err.getMessage)
-      assertNoNativeMemoryHeld()
     }
   }
 

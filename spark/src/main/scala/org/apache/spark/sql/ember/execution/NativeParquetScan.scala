@@ -80,6 +80,7 @@ object NativeParquetScan {
             .setPath(f.toPath.toUri.getPath)
             .setStart(f.start)
             .setLength(f.length)
+            .setDisplayPath(f.urlEncodedPath)
         )
       }
       (task.build().toByteArray, p.files.length)
