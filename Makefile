@@ -87,7 +87,7 @@ endif
 
 # Side-by-side Spark benchmarks (dev/bench, vanilla Spark vs Ember in one spark-submit each) on the release jar.
 # BENCHES picks scripts (names of dev/bench/*.py), BENCH_ARGS is passed to each; see dev/bench/README.md.
-BENCHES ?= aggregate aggregate_functions join parquet_scan window window_segments
+BENCHES ?= aggregate aggregate_functions spilling_hash_join parquet_scan prefix_window prefix_window_segments
 bench-spark: jar $(VENV)/bin/spark-submit
 	set -e; for b in $(BENCHES); do echo "== dev/bench/$$b.py"; dev/bench/submit.sh $$b $(BENCH_ARGS); done
 

@@ -242,14 +242,15 @@ fn window_plan(exprs: Vec<pb::WindowExpr>, prefix: bool, batch_size: u32) -> pb:
         let t = ember_engine::planner::types::required_type(&x.result_type).unwrap();
         fields.push(Field::new(&x.name, t, true));
     }
-    let window = pb::Window {
+    let window = pb::PrefixWindow {
         partition_by: vec![col(0, &DataType::Int32)],
         order_by: vec![pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true }],
         exprs,
         prefix_enabled: prefix,
         segment_rows: 0,
     };
-    let mut p = plan(op(1, pb::operator::Kind::Window(window), vec![input(0, &s)]), &Arc::new(Schema::new(fields)));
+    let mut p =
+        plan(op(1, pb::operator::Kind::PrefixWindow(window), vec![input(0, &s)]), &Arc::new(Schema::new(fields)));
     p.config.as_mut().unwrap().batch_size = batch_size;
     p
 }
@@ -265,7 +266,7 @@ fn run(plan: &pb::Plan, input: Vec<RecordBatch>) -> Result<RecordBatch> {
 /// Sets `Window.segment_rows` (0: the native default).
 fn with_segment_rows(mut plan: pb::Plan, rows: u64) -> pb::Plan {
     match plan.root.as_mut().and_then(|r| r.kind.as_mut()) {
-        Some(pb::operator::Kind::Window(w)) => w.segment_rows = rows,
+        Some(pb::operator::Kind::PrefixWindow(w)) => w.segment_rows = rows,
         _ => unreachable!("a window plan"),
     }
     plan
@@ -1031,15 +1032,15 @@ fn exec_window_segments(
     use datafusion_execution::runtime_env::RuntimeEnvBuilder;
     use datafusion_execution::TaskContext;
     use ember_engine::operators::InputExec;
-    use ember_engine::planner::window::create_window;
+    use ember_engine::planner::prefix_window::create_prefix_window;
     let s = schema();
     let plan = window_plan(ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect(), prefix, 0);
     let window = match with_segment_rows(plan, segment_rows).root.unwrap().kind {
-        Some(pb::operator::Kind::Window(w)) => w,
+        Some(pb::operator::Kind::PrefixWindow(w)) => w,
         _ => unreachable!(),
     };
     let input = Arc::new(InputExec::new(0, s.clone(), reader(input, s)));
-    let exec = create_window(&window, input).unwrap();
+    let exec = create_prefix_window(&window, input).unwrap();
     let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(GreedyMemoryPool::new(pool_bytes))).build_arc();
     let ctx = Arc::new(TaskContext::default().with_runtime(runtime.unwrap()));
     let out = futures::executor::block_on(datafusion_physical_plan::collect(exec.clone(), ctx));
@@ -1599,7 +1600,7 @@ fn spilled_partitions_with_ties_rank_and_without_partition_keys() {
     let data = sized_partitions(&mut rng, &[9000], false);
     let exprs: Vec<_> = ws.iter().enumerate().map(|(i, w)| pb_window_expr(w, i)).collect();
     let mut plan = window_plan(exprs.clone(), true, 512);
-    if let Some(pb::operator::Kind::Window(win)) = plan.root.as_mut().unwrap().kind.as_mut() {
+    if let Some(pb::operator::Kind::PrefixWindow(win)) = plan.root.as_mut().unwrap().kind.as_mut() {
         win.partition_by.clear();
     }
     let input = owned_batches(&data, &mut rng);

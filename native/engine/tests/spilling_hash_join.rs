@@ -448,7 +448,7 @@ async fn nothing_left_to_spill_is_resources_exhausted() {
     assert_eq!(files_under(e.dir.path()), 0);
 }
 
-/// Spilling disabled (`spark.ember.hashJoin.spill.enabled=false`): a build side over the cap fails cleanly
+/// Spilling disabled (`spark.ember.spillingHashJoin.spill.enabled=false`): a build side over the cap fails cleanly
 /// instead of spilling, writes no file and leaves nothing reserved; the same join with spilling on completes.
 #[tokio::test]
 async fn spill_disabled_fails_instead_of_spilling() {
@@ -504,7 +504,7 @@ async fn from_proto_build_right_with_condition() {
             // Spark's left is the probe data, its right the build data, so building on the right spills.
             let (left, right) = (probe.clone(), build.clone());
             let (ls, rs) = (probe_schema(), build_schema());
-            let hj = pb::HashJoin {
+            let hj = pb::SpillingHashJoin {
                 join_type: pb_type as i32,
                 build_side: build_side as i32,
                 left_keys: vec![col(0, &DataType::Int64)],
@@ -520,7 +520,7 @@ async fn from_proto_build_right_with_condition() {
             if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
                 i.input_index = 1;
             }
-            let plan_op = op(1, pb::operator::Kind::HashJoin(hj), vec![input(0, &ls), right_input]);
+            let plan_op = op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![input(0, &ls), right_input]);
             let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
                 Box::new(RecordBatchIterator::new(left.clone().into_iter().map(Ok), ls.clone())),
                 Box::new(RecordBatchIterator::new(right.clone().into_iter().map(Ok), rs.clone())),
@@ -920,7 +920,7 @@ async fn float_keys_from_proto_normalized_as_spark() {
                                 .map(|&k| normalized_col(k as u32, s.field(k).data_type()))
                                 .collect::<Vec<_>>()
                         };
-                        let hj = pb::HashJoin {
+                        let hj = pb::SpillingHashJoin {
                             join_type: join_type as i32,
                             build_side: build_side as i32,
                             left_keys: keys(&ls),
@@ -935,8 +935,11 @@ async fn float_keys_from_proto_normalized_as_spark() {
                         if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
                             i.input_index = 1;
                         }
-                        let plan_op =
-                            common::op(1, pb::operator::Kind::HashJoin(hj), vec![common::input(0, &ls), right_input]);
+                        let plan_op = common::op(
+                            1,
+                            pb::operator::Kind::SpillingHashJoin(hj),
+                            vec![common::input(0, &ls), right_input],
+                        );
                         let plan = Planner::new(vec![
                             common::reader(left.clone(), ls.clone()),
                             common::reader(right.clone(), rs.clone()),
@@ -998,7 +1001,7 @@ async fn float_join_keys_are_spark_normalized_bit_for_bit() {
     let right = float_side("r", 300, 32);
     let keys =
         |s: &SchemaRef| vec![normalized_col(1, s.field(1).data_type()), normalized_col(2, s.field(2).data_type())];
-    let hj = pb::HashJoin {
+    let hj = pb::SpillingHashJoin {
         join_type: pb::JoinType::Inner as i32,
         build_side: pb::BuildSide::Left as i32,
         left_keys: keys(&ls),
@@ -1010,7 +1013,7 @@ async fn float_join_keys_are_spark_normalized_bit_for_bit() {
     if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
         i.input_index = 1;
     }
-    let plan_op = common::op(1, pb::operator::Kind::HashJoin(hj), vec![common::input(0, &ls), right_input]);
+    let plan_op = common::op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![common::input(0, &ls), right_input]);
     let plan = Planner::new(vec![common::reader(vec![], ls.clone()), common::reader(vec![], rs.clone())])
         .create_plan(&plan_op)
         .unwrap();

@@ -1,9 +1,9 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
 pub mod aggregate;
 pub mod expr;
-pub mod join;
+pub mod prefix_window;
+pub mod spilling_hash_join;
 pub mod types;
-pub mod window;
 
 use std::sync::Arc;
 
@@ -136,14 +136,14 @@ impl Planner {
                 let fetch = if l.limit < 0 { None } else { Some(l.limit as usize) };
                 Arc::new(GlobalLimitExec::new(input, l.offset as usize, fetch))
             }
-            Kind::Window(w) => {
+            Kind::PrefixWindow(w) => {
                 expect_children(1)?;
-                window::create_window(w, children.remove(0))?
+                prefix_window::create_prefix_window(w, children.remove(0))?
             }
-            Kind::HashJoin(j) => {
+            Kind::SpillingHashJoin(j) => {
                 expect_children(2)?;
                 let right = children.remove(1);
-                join::create_hash_join(j, children.remove(0), right)?
+                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right)?
             }
             Kind::Aggregate(a) => {
                 expect_children(1)?;

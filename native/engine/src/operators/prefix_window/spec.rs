@@ -141,7 +141,7 @@ pub struct WindowConfig {
     pub partition_by: Vec<PhysicalExprRef>,
     pub order_by: Vec<PhysicalExprRef>,
     pub exprs: Vec<WindowExprDef>,
-    /// Integral sliding sums by prefix difference (`spark.ember.window.prefix.enabled`).
+    /// Integral sliding sums by prefix difference (`spark.ember.prefixWindow.prefixDifference.enabled`).
     pub prefix_enabled: bool,
     /// Rows per segment of a large partition; 0: [`DEFAULT_SEGMENT_ROWS`].
     pub segment_rows: usize,

@@ -372,7 +372,7 @@ impl JoinStream {
                 Err(e) if !jc.spill_enabled => {
                     return Err(DataFusionError::ResourcesExhausted(format!(
                         "hash join build side does not fit and spilling is disabled \
-                         (spark.ember.hashJoin.spill.enabled=false): {e}"
+                         (spark.ember.spillingHashJoin.spill.enabled=false): {e}"
                     )));
                 }
                 Err(_) => {

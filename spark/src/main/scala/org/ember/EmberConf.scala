@@ -10,13 +10,37 @@ object EmberConf {
 
   final case class Entry[T](key: String, default: T, doc: String, parse: String => T) {
 
+    /** The key's former name, still read when the key itself is not set. */
+    def formerKey: Option[String] = FormerKeys.get(key)
+
     /** The value in the current session (SQL conf), read at planning time on the driver. */
     def get(conf: SQLConf = SQLConf.get): T =
-      Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
+      (key +: formerKey.toSeq).iterator
+        .map(k => conf.getConfString(k, null))
+        .find(_ != null)
+        .map(parse)
+        .getOrElse(default)
 
     /** The value in a SparkConf-like lookup (executor start-up, static keys). */
-    def get(lookup: String => Option[String]): T = lookup(key).map(parse).getOrElse(default)
+    def get(lookup: String => Option[String]): T =
+      lookup(key).orElse(formerKey.flatMap(lookup)).map(parse).getOrElse(default)
   }
+
+  /**
+   * Keys renamed so that each operator has one name in every layer (conf key, serde, exec node, proto message,
+   * Rust module): the former names keep working.
+   */
+  private lazy val FormerKeys: Map[String, String] = Map(
+    "spark.ember.exec.spillingHashJoin.enabled" -> "spark.ember.exec.shuffledHashJoin.enabled",
+    "spark.ember.spillingHashJoin.spill.enabled" -> "spark.ember.hashJoin.spill.enabled",
+    "spark.ember.spillingHashJoin.spill.maxBuildBufferBytes" -> "spark.ember.hashJoin.spill.maxBuildBufferBytes",
+    "spark.ember.spillingHashJoin.bucketBits" -> "spark.ember.hashJoin.bucketBits",
+    "spark.ember.exec.prefixWindow.enabled" -> "spark.ember.exec.window.enabled",
+    "spark.ember.prefixWindow.prefixDifference.enabled" -> "spark.ember.window.prefix.enabled",
+    "spark.ember.prefixWindow.segmentRows" -> "spark.ember.window.segmentRows",
+    "spark.ember.slidingSumRewrite.enabled" -> "spark.ember.window.prefixRewrite.enabled",
+    "spark.ember.slidingSumRewrite.minTotalWidth" -> "spark.ember.window.prefixRewrite.minTotalWidth"
+  )
 
   private val entries = scala.collection.mutable.ArrayBuffer.empty[Entry[_]]
 
@@ -72,23 +96,23 @@ object EmberConf {
     "Run `LocalLimitExec` and `GlobalLimitExec` natively (as `EmberLocalLimitExec` / `EmberGlobalLimitExec`)."
   )
 
-  val EXEC_WINDOW: Entry[Boolean] = bool(
-    "spark.ember.exec.window.enabled",
+  val EXEC_PREFIX_WINDOW: Entry[Boolean] = bool(
+    "spark.ember.exec.prefixWindow.enabled",
     default = true,
-    "Run `WindowExec` natively (as `EmberWindowExec`): row_number, rank, dense_rank, lag, lead, and sum, count, " +
+    "Run `WindowExec` natively (as `EmberPrefixWindowExec`): row_number, rank, dense_rank, lag, lead, and sum, count, " +
       "avg, min, max over ROWS frames and over RANGE frames bounded by UNBOUNDED / CURRENT ROW."
   )
 
-  val WINDOW_PREFIX: Entry[Boolean] = bool(
-    "spark.ember.window.prefix.enabled",
+  val PREFIX_WINDOW_PREFIX_DIFFERENCE: Entry[Boolean] = bool(
+    "spark.ember.prefixWindow.prefixDifference.enabled",
     default = true,
     "Evaluate the integral SUM / COUNT / AVG frames of a native window from one running prefix per measure (two " +
       "lookups per frame, whatever its width). When false, each frame is evaluated on its own (add-and-retract, " +
       "or a checked fold under ANSI): the baseline the prefix evaluation is measured against. Same results."
   )
 
-  val WINDOW_SEGMENT_ROWS: Entry[Long] = long(
-    "spark.ember.window.segmentRows",
+  val PREFIX_WINDOW_SEGMENT_ROWS: Entry[Long] = long(
+    "spark.ember.prefixWindow.segmentRows",
     default = 16384,
     "A native window partition longer than this many rows is evaluated in segments of about this size (plus " +
       "the rows its frames and lag/lead offsets reach before and after, and carried running sums, counts, " +
@@ -100,8 +124,8 @@ object EmberConf {
       "spilled to disk and read back in segments of this size. Other specs hold a whole partition in memory."
   )
 
-  val WINDOW_PREFIX_REWRITE: Entry[Boolean] = bool(
-    "spark.ember.window.prefixRewrite.enabled",
+  val SLIDING_SUM_REWRITE: Entry[Boolean] = bool(
+    "spark.ember.slidingSumRewrite.enabled",
     default = false,
     "Optimizer rule for Spark's own window operator: rewrite the sliding integral SUMs of one window spec " +
       "(ROWS BETWEEN n PRECEDING AND CURRENT ROW) into one running aggregate that keeps recent prefix sums per " +
@@ -110,8 +134,8 @@ object EmberConf {
       "queries with ANSI on, float/decimal measures, DISTINCT, FILTER or non-literal bounds are left untouched."
   )
 
-  val WINDOW_PREFIX_REWRITE_MIN_WIDTH: Entry[Long] = long(
-    "spark.ember.window.prefixRewrite.minTotalWidth",
+  val SLIDING_SUM_REWRITE_MIN_WIDTH: Entry[Long] = long(
+    "spark.ember.slidingSumRewrite.minTotalWidth",
     default = 16,
     "The rewrite applies to a window spec only when the frame widths (n + 1 rows) of its qualifying sums add " +
       "up to at least this many rows. The rewrite adds about 4 window columns per measure (running sum and " +
@@ -245,10 +269,10 @@ object EmberConf {
 
   // --- Shuffled hash join ---
 
-  val EXEC_SHUFFLED_HASH_JOIN: Entry[Boolean] = bool(
-    "spark.ember.exec.shuffledHashJoin.enabled",
+  val EXEC_SPILLING_HASH_JOIN: Entry[Boolean] = bool(
+    "spark.ember.exec.spillingHashJoin.enabled",
     default = true,
-    "Run `ShuffledHashJoinExec` natively (as `EmberShuffledHashJoinExec`): a hash join whose build side spills " +
+    "Run `ShuffledHashJoinExec` natively (as `EmberSpillingHashJoinExec`): a hash join whose build side spills " +
       "to disk in hash buckets when Spark's off-heap pool refuses memory, instead of failing the task."
   )
 
@@ -292,25 +316,25 @@ object EmberConf {
     default = false,
     "Run a `SortMergeJoinExec` as Ember's spilling hash join (its two sorts are dropped), building on the side " +
       "that statistics say is smaller where the join type allows it. Not where an operator above needs the " +
-      "join's sort order. Off by default until the release benchmark (dev/bench/join.py) decides."
+      "join's sort order. Off by default until the release benchmark (dev/bench/spilling_hash_join.py) decides."
   )
 
-  val HASH_JOIN_SPILL: Entry[Boolean] = bool(
-    "spark.ember.hashJoin.spill.enabled",
+  val SPILLING_HASH_JOIN_SPILL: Entry[Boolean] = bool(
+    "spark.ember.spillingHashJoin.spill.enabled",
     default = true,
     "Let the native hash join spill its build side when memory is refused. When false, a build side that does " +
       "not fit fails the task with a memory error, as Spark's own hash join would."
   )
 
-  val HASH_JOIN_MAX_BUILD_BUFFER: Entry[Long] = long(
-    "spark.ember.hashJoin.spill.maxBuildBufferBytes",
+  val SPILLING_HASH_JOIN_MAX_BUILD_BUFFER: Entry[Long] = long(
+    "spark.ember.spillingHashJoin.spill.maxBuildBufferBytes",
     default = 0,
     "Test knob: caps the memory one native hash join holds for its build side, so that it spills early " +
       "(0 = only Spark's off-heap pool limits it)."
   )
 
-  val HASH_JOIN_BUCKET_BITS: Entry[Long] = long(
-    "spark.ember.hashJoin.bucketBits",
+  val SPILLING_HASH_JOIN_BUCKET_BITS: Entry[Long] = long(
+    "spark.ember.spillingHashJoin.bucketBits",
     default = 4,
     "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
   )
@@ -338,7 +362,8 @@ object EmberConf {
     sb ++= "Generated from `EmberConf` (spark/src/main/scala/org/ember/EmberConf.scala) by `make docs`; do not edit by hand.\n\n"
     sb ++= "| Key | Default | Meaning |\n|---|---|---|\n"
     all.foreach { e =>
-      sb ++= s"| `${e.key}` | `${e.default}` | ${e.doc} |\n"
+      val former = e.formerKey.map(k => s" Formerly `$k` (still read).").getOrElse("")
+      sb ++= s"| `${e.key}` | `${e.default}` | ${e.doc}$former |\n"
     }
     sb.toString
   }

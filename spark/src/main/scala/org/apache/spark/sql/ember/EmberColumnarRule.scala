@@ -126,8 +126,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case g: GlobalLimitExec =>
       attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
     case w: WindowExec =>
-      attempt(w, WindowSerde)(op =>
-        EmberWindowExec(w.windowExpression, w.partitionSpec, w.orderSpec, native(w.child), op)
+      attempt(w, PrefixWindowSerde)(op =>
+        EmberPrefixWindowExec(w.windowExpression, w.partitionSpec, w.orderSpec, native(w.child), op)
       )
     case a: aggregate.BaseAggregateExec =>
       attempt(a, AggregateSerde) { op =>
@@ -151,8 +151,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
         }
       }
     case j: joins.ShuffledHashJoinExec =>
-      attempt(j, JoinSerde)(op =>
-        EmberShuffledHashJoinExec(
+      attempt(j, SpillingHashJoinSerde)(op =>
+        EmberSpillingHashJoinExec(
           j.leftKeys,
           j.rightKeys,
           j.joinType,
@@ -166,7 +166,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       )
     case j: joins.SortMergeJoinExec if j.getTagValue(OrderNeeded).isEmpty =>
       attempt(j, SortMergeJoinSerde)(op =>
-        EmberShuffledHashJoinExec(
+        EmberSpillingHashJoinExec(
           j.leftKeys,
           j.rightKeys,
           j.joinType,

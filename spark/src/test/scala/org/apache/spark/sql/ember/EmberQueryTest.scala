@@ -128,9 +128,9 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
-    classOf[EmberWindowExec] -> classOf[WindowExec],
+    classOf[EmberPrefixWindowExec] -> classOf[WindowExec],
     classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
-    classOf[EmberShuffledHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
+    classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
   )
 
   /**

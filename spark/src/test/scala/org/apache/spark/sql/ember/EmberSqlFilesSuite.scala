@@ -50,7 +50,7 @@ class EmberSqlFilesSuite extends EmberQueryTest {
         "SELECT val, cate, sum(val) OVER(PARTITION BY cate ORDER BY val " +
           "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 FOLLOWING) FROM testData ORDER BY cate, val"
       ).foreach { q =>
-        checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberWindowExec]), ordered = true)
+        checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberPrefixWindowExec]), ordered = true)
       }
     }
   }
@@ -64,7 +64,7 @@ class EmberSqlFilesSuite extends EmberQueryTest {
             "rank() OVER(PARTITION BY cate ORDER BY val), dense_rank() OVER(PARTITION BY cate ORDER BY val) " +
             "FROM testData ORDER BY cate, val"
         ),
-        Seq(cls[EmberWindowExec]),
+        Seq(cls[EmberPrefixWindowExec]),
         ordered = true
       )
     }
@@ -110,8 +110,8 @@ class EmberSqlFilesSuite extends EmberQueryTest {
         withSQLConf(SQLConf.ANSI_ENABLED.key -> ansi.toString) {
           val expected = exact(spark.sql(q).collect().toSeq)
           withSQLConf(
-            "spark.ember.window.prefixRewrite.enabled" -> "true",
-            "spark.ember.window.prefixRewrite.minTotalWidth" -> "1"
+            "spark.ember.slidingSumRewrite.enabled" -> "true",
+            "spark.ember.slidingSumRewrite.minTotalWidth" -> "1"
           ) {
             val df = spark.sql(q)
             assert(exact(df.collect().toSeq) == expected, df.queryExecution.optimizedPlan)

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{BoundReference, Lag, Lead}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Window => LogicalWindow}
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.ember.rewrite.SlidingFrameSums
 import org.apache.spark.sql.execution.SortExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.window.WindowExec
@@ -17,12 +18,12 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types._
 
 /**
- * The native window (`EmberWindowExec`, prefix-difference evaluation) and the Catalyst rewrite
- * (`PrefixWindowRewrite`), row for row against Spark: random data with null runs and all-null partitions,
+ * The native window (`EmberPrefixWindowExec`, prefix-difference evaluation) and the Catalyst rewrite
+ * (`SlidingSumRewrite`), row for row against Spark: random data with null runs and all-null partitions,
  * partitions shorter than their frames, values near Long.MaxValue whose running prefix wraps, both ANSI modes.
  * ROWS frames are ordered by the unique `id`; ties only under RANGE frames and ranking functions.
  */
-class EmberWindowSuite extends EmberQueryTest {
+class EmberPrefixWindowSuite extends EmberQueryTest {
   import testImplicits._
 
   private val U = Window.unboundedPreceding
@@ -123,8 +124,8 @@ class EmberWindowSuite extends EmberQueryTest {
       ((lo, hi), wi) <- frames.zipWithIndex
     } yield f(m).over(byK.rowsBetween(lo, hi)).as(s"c_${mi}_${fi}_$wi")
 
-  private def windowNodes(df: DataFrame): Seq[EmberWindowExec] =
-    nativeNodes(df).collect { case w: EmberWindowExec => w }
+  private def windowNodes(df: DataFrame): Seq[EmberPrefixWindowExec] =
+    nativeNodes(df).collect { case w: EmberPrefixWindowExec => w }
 
   private def metric(df: DataFrame, name: String): Long = windowNodes(df).map(_.metrics(name).value).sum
 
@@ -138,7 +139,7 @@ class EmberWindowSuite extends EmberQueryTest {
     bothAnsiModes { _ =>
       val df = checkSparkAnswerAndNative(
         data.select(col("id") +: frameColumns(Seq("v", "f"), aggregates, rowFrames): _*),
-        Seq(cls[EmberWindowExec], cls[EmberSortExec])
+        Seq(cls[EmberPrefixWindowExec], cls[EmberSortExec])
       )
       assert(windowNodes(df).size == 1, "one native operator for every expression over one spec")
       assert(metric(df, "prefix_frames") > 0, "integral frames are evaluated by prefix difference")
@@ -154,17 +155,17 @@ class EmberWindowSuite extends EmberQueryTest {
             rowFrames.map { case (lo, hi) => count(lit(1)).over(byK.rowsBetween(lo, hi)) } ++
             rowFrames.map { case (lo, hi) => sum(col("v") * 2 + col("i")).over(byK.rowsBetween(lo, hi)) }): _*
         ),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
     }
   }
 
   test("prefix evaluation switched off: same rows, frames counted as refold") {
-    withSQLConf("spark.ember.window.prefix.enabled" -> "false") {
+    withSQLConf("spark.ember.prefixWindow.prefixDifference.enabled" -> "false") {
       bothAnsiModes { _ =>
         val df = checkSparkAnswerAndNative(
           data.select(col("id") +: frameColumns(Seq("v", "i"), aggregates.take(3), rowFrames): _*),
-          Seq(cls[EmberWindowExec])
+          Seq(cls[EmberPrefixWindowExec])
         )
         assert(metric(df, "prefix_frames") == 0)
         assert(metric(df, "refold_frames") > 0)
@@ -176,7 +177,7 @@ class EmberWindowSuite extends EmberQueryTest {
     withSQLConf("spark.sql.ansi.enabled" -> "false") {
       val df = checkSparkAnswerAndNative(
         data.select(col("id") +: frameColumns(Seq("big"), aggregates, rowFrames): _*),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
       assert(metric(df, "prefix_frames") > 0)
     }
@@ -188,8 +189,8 @@ class EmberWindowSuite extends EmberQueryTest {
       try { query.collect(); false }
       catch { case _: Throwable => true }
     }
-    if (failed) checkSparkErrorAndNative(query, Seq(cls[EmberWindowExec]))
-    else checkSparkAnswerAndNative(query, Seq(cls[EmberWindowExec]))
+    if (failed) checkSparkErrorAndNative(query, Seq(cls[EmberPrefixWindowExec]))
+    else checkSparkAnswerAndNative(query, Seq(cls[EmberPrefixWindowExec]))
     failed
   }
 
@@ -215,7 +216,7 @@ class EmberWindowSuite extends EmberQueryTest {
         data.select(col("id") +: rowFrames.map { case (lo, hi) =>
           avg(col("big")).over(byK.rowsBetween(lo, hi))
         }: _*),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
     }
   }
@@ -229,13 +230,13 @@ class EmberWindowSuite extends EmberQueryTest {
       val foldOverflows = Seq((1L, 1, Long.MaxValue), (2L, 1, 1L), (3L, 1, -2L)).toDF("id", "k", "v")
       checkSparkErrorAndNative(
         foldOverflows.select(col("id"), sum(col("v")).over(w.rowsBetween(-2, 0))),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
       // Same values, other order: MAX - 2 + 1 never leaves the range.
       val foldFits = Seq((1L, 1, Long.MaxValue), (2L, 1, -2L), (3L, 1, 1L)).toDF("id", "k", "v")
       checkSparkAnswerAndNative(
         foldFits.select(col("id"), sum(col("v")).over(w.rowsBetween(-2, 0))),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
       // The running prefix MAX + MAX + MIN + MIN overflows; no single-row or two-row frame does.
       val prefixOnly =
@@ -244,7 +245,7 @@ class EmberWindowSuite extends EmberQueryTest {
       for ((lo, hi) <- Seq((0L, 0L), (-1L, 0L), (0L, 1L))) {
         val df = checkSparkAnswerAndNative(
           prefixOnly.select(col("id"), sum(col("v")).over(w.rowsBetween(lo, hi))),
-          Seq(cls[EmberWindowExec])
+          Seq(cls[EmberPrefixWindowExec])
         )
         assert(metric(df, "prefix_frames") > 0)
       }
@@ -267,12 +268,12 @@ class EmberWindowSuite extends EmberQueryTest {
             cols(Seq("i8", "i16", "i32", "f32", "f64"), aggregates.take(3)) ++
             cols(Seq("s", "dec", "b"), Seq(c => count(col(c))))): _*
         ),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
       if (!ansi) {
         checkSparkAnswerAndNative(
           gen.select(col("id") +: cols(Seq("i64"), aggregates.take(3)): _*),
-          Seq(cls[EmberWindowExec])
+          Seq(cls[EmberPrefixWindowExec])
         )
       }
     }
@@ -297,7 +298,7 @@ class EmberWindowSuite extends EmberQueryTest {
           lag(col("v"), 2, null, ignoreNulls = true).over(byK),
           lag(col("dec"), 1).over(byK)
         ),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
       // No partition key: one partition of everything.
       checkSparkAnswerAndNative(
@@ -306,7 +307,7 @@ class EmberWindowSuite extends EmberQueryTest {
           row_number().over(Window.orderBy("id")),
           sum("v").over(Window.orderBy("id").rowsBetween(-3, 0))
         ),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
     }
   }
@@ -325,7 +326,7 @@ class EmberWindowSuite extends EmberQueryTest {
           sum("v").over(byT.rangeBetween(U, UF)),
           sum("v").over(Window.partitionBy("k"))
         ),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
     }
   }
@@ -336,7 +337,7 @@ class EmberWindowSuite extends EmberQueryTest {
         data
           .where(col("id") < 0)
           .select(col("id") +: frameColumns(Seq("v"), aggregates, rowFrames.take(4)): _*),
-        Seq(cls[EmberWindowExec])
+        Seq(cls[EmberPrefixWindowExec])
       )
     }
   }
@@ -360,17 +361,17 @@ class EmberWindowSuite extends EmberQueryTest {
       assert(windowNodes(df).isEmpty)
       assert(reasons(df).exists(_.contains("cannot spill a partition")))
     }
-    withSQLConf("spark.ember.exec.window.enabled" -> "false") {
+    withSQLConf("spark.ember.exec.prefixWindow.enabled" -> "false") {
       val df = checkSparkAnswerAndNative(data.select(col("id"), sum("v").over(byK.rowsBetween(-2, 0))), Nil)
       assert(windowNodes(df).isEmpty)
-      assert(reasons(df).exists(_.contains("spark.ember.exec.window.enabled is false")))
+      assert(reasons(df).exists(_.contains("spark.ember.exec.prefixWindow.enabled is false")))
     }
   }
 
   // ------------------------------------------------------------------------------------------------------
   // The Catalyst rewrite.
 
-  private val rewriteOn = "spark.ember.window.prefixRewrite.enabled" -> "true"
+  private val rewriteOn = "spark.ember.slidingSumRewrite.enabled" -> "true"
 
   private def optimizedWindows(df: DataFrame): Seq[LogicalWindow] =
     df.queryExecution.optimizedPlan.collect { case w: LogicalWindow => w }
@@ -379,7 +380,7 @@ class EmberWindowSuite extends EmberQueryTest {
     optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: Lag | _: Lead => 1 }.size).sum
 
   private def frameSums(df: DataFrame): Int =
-    optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: PrefixFrameSums => 1 }.size).sum
+    optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: SlidingFrameSums => 1 }.size).sum
 
   private val slidingFrames =
     Seq((-2L, 0L), (-6L, 0L), (-29L, 0L), (0L, 0L), (-5L, -1L), (-3L, 2L), (1L, 3L), (2L, UF))
@@ -431,7 +432,7 @@ class EmberWindowSuite extends EmberQueryTest {
     withSQLConf("spark.sql.ansi.enabled" -> "false") {
       // Nulls, all-null frames, short partitions, n = 0, FOLLOWING bounds, wrapping near Long.MaxValue.
       val mixed = checkRewrite(data.select(col("id") +: sliding(Seq("v", "i", "big")): _*), rewritten = true)
-      // Frames ending at or before the current row: one PrefixFrameSums; FOLLOWING ends: lag / lead.
+      // Frames ending at or before the current row: one SlidingFrameSums; FOLLOWING ends: lag / lead.
       assert(frameSums(mixed) == 1 && offsetFunctions(mixed) > 0, mixed.queryExecution.optimizedPlan)
       val preceding = checkRewrite(
         data.select(
@@ -444,7 +445,7 @@ class EmberWindowSuite extends EmberQueryTest {
         frameSums(preceding) == 1 && offsetFunctions(preceding) == 0,
         preceding.queryExecution.optimizedPlan
       )
-      // A frame wider than PrefixFrameSums' ring stays with lags.
+      // A frame wider than SlidingFrameSums' ring stays with lags.
       val wide =
         checkRewrite(data.select(col("id"), sum("v").over(byK.rowsBetween(-5000, 0))), rewritten = true)
       assert(frameSums(wide) == 0 && offsetFunctions(wide) > 0, wide.queryExecution.optimizedPlan)
@@ -475,7 +476,7 @@ class EmberWindowSuite extends EmberQueryTest {
       withSQLConf(rewriteOn) {
         val native = checkSparkAnswerAndNative(
           data.select(col("id") +: sliding(Seq("v", "big")): _*),
-          Seq(cls[EmberWindowExec])
+          Seq(cls[EmberPrefixWindowExec])
         )
         assert(frameSums(native) == 0, "the native window gets the lag form")
       }
@@ -496,7 +497,7 @@ class EmberWindowSuite extends EmberQueryTest {
         data.select(col("id"), sum("v").over(byK.rowsBetween(-2, 0)), sum("v").over(byK.rowsBetween(0, 0))),
         rewritten = false
       )
-      withSQLConf("spark.ember.window.prefixRewrite.minTotalWidth" -> "2") {
+      withSQLConf("spark.ember.slidingSumRewrite.minTotalWidth" -> "2") {
         checkRewrite(data.select(col("id"), sum("v").over(byK.rowsBetween(-2, 0))), rewritten = true)
       }
       // Running and RANGE frames are not sliding sums.
@@ -512,15 +513,15 @@ class EmberWindowSuite extends EmberQueryTest {
   }
 
   test(
-    "rewrite: PrefixFrameSums matches a wrapping refold past its ring, and across serialize / deserialize"
+    "rewrite: SlidingFrameSums matches a wrapping refold past its ring, and across serialize / deserialize"
   ) {
     val rnd = new Random(7)
     val frames = Seq((-29, 0), (-5, -1), (0, 0), (-300, -100), (-2, -2)).zipWithIndex.map {
       case ((lo, hi), i) =>
-        PrefixFrameSums.Frame(i % 2, lo, hi)
+        SlidingFrameSums.Frame(i % 2, lo, hi)
     }
     val agg =
-      PrefixFrameSums(Seq(BoundReference(0, LongType, true), BoundReference(1, IntegerType, true)), frames)
+      SlidingFrameSums(Seq(BoundReference(0, LongType, true), BoundReference(1, IntegerType, true)), frames)
     // 2000 rows: the 300-row frame's ring (512) wraps several times; null runs make all-null frames.
     val rows = (0 until 2000).map { r =>
       val v: java.lang.Long =

@@ -2,7 +2,7 @@
 that Ember evaluates in segments (running sum, sliding sum and avg, running max, dense_rank, lag), written to a
 no-op sink. Variants on the same Parquet input:
   vanilla           Spark's WindowExec (spark.ember.enabled=false; spills its buffered partition as needed)
-  ember-seg=N       Ember's native window with spark.ember.window.segmentRows=N for each N in --segment-rows
+  ember-seg=N       Ember's native window with spark.ember.prefixWindow.segmentRows=N for each N in --segment-rows
                     (a huge N: whole partitions, as long as the off-heap pool grants them; a refusal still cuts)
 With --spec whole the query is whole-partition aggregates instead (sum / max / avg OVER (PARTITION BY k)), which
 Ember cannot cut into segments: a partition the off-heap budget refuses spills to disk and is read back (run with
@@ -10,7 +10,7 @@ a small BENCH_OFFHEAP to see it; the segment sizes then do not matter).
 Reported: wall time, the window stage's run time, JVM CPU, and whether every variant's rows checksum equal to
 vanilla's (ROWS frames ordered by a unique key, so the answer is deterministic).
 
-    dev/bench/submit.sh window_segments [--rows 20000000] [--partitions 4] [--segment-rows 4096,16384,65536,1099511627776]
+    dev/bench/submit.sh prefix_window_segments [--rows 20000000] [--partitions 4] [--segment-rows 4096,16384,65536,1099511627776]
         [--spec bounded|whole] [--ansi on|off] [--repeat 1] [--conf k=v]...
 """
 import argparse
@@ -79,7 +79,7 @@ def query():
 
 
 variants = [("vanilla", {"spark.ember.enabled": "false"})] + [
-    (f"ember-seg={n}", {"spark.ember.enabled": "true", "spark.ember.window.segmentRows": n})
+    (f"ember-seg={n}", {"spark.ember.enabled": "true", "spark.ember.prefixWindow.segmentRows": n})
     for n in args.segment_rows.split(",")
 ]
 results = []

@@ -12,7 +12,7 @@ import org.ember.proto
  * the child arrives clustered by the partition keys and sorted by (partition keys, order keys), as the native
  * operator requires.
  */
-case class EmberWindowExec(
+case class EmberPrefixWindowExec(
     windowExpression: Seq[NamedExpression],
     partitionSpec: Seq[Expression],
     orderSpec: Seq[SortOrder],
@@ -31,8 +31,8 @@ case class EmberWindowExec(
   )
 
   override def simpleString(maxFields: Int): String =
-    s"EmberWindowExec ${windowExpression.mkString("[", ", ", "]")}, " +
+    s"EmberPrefixWindowExec ${windowExpression.mkString("[", ", ", "]")}, " +
       s"${partitionSpec.mkString("[", ", ", "]")}, ${orderSpec.mkString("[", ", ", "]")}"
 
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberWindowExec = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberPrefixWindowExec = copy(child = newChild)
 }

@@ -15,7 +15,7 @@ use crate::expressions::NormalizeFloatExpr;
 use crate::operators::prefix_window::{Bound, Frame, FrameUnit, Function, WindowConfig, WindowExprDef};
 use crate::operators::PrefixWindowExec;
 
-pub fn create_window(w: &pb::Window, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn create_prefix_window(w: &pb::PrefixWindow, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let schema = input.schema();
     let normalized = |e: &pb::Expr| NormalizeFloatExpr::wrap_if_float(create_expr(e, &schema)?, &schema);
     let partition_by = w.partition_by.iter().map(normalized).collect::<Result<Vec<_>>>()?;

@@ -14,7 +14,7 @@ import org.ember.EmberConf
  * sides, residual conditions, several keys, keys of every native type, null keys, `<=>`, empty sides, ANSI on
  * and off — in memory and forced to spill — plus the sort-merge join replacement.
  */
-class EmberJoinSuite extends EmberQueryTest {
+class EmberSpillingHashJoinSuite extends EmberQueryTest {
 
   // Shuffled hash joins wherever Spark can plan one (no broadcast; `forceApplyShuffledHashJoin` is honoured in
   // tests); hints choose the build side.
@@ -40,8 +40,8 @@ class EmberJoinSuite extends EmberQueryTest {
   private val joinTypes =
     Seq("inner", "left_outer", "right_outer", "full_outer", "left_semi", "left_anti")
 
-  private def joins(df: DataFrame): Seq[EmberShuffledHashJoinExec] =
-    collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberShuffledHashJoinExec => j }
+  private def joins(df: DataFrame): Seq[EmberSpillingHashJoinExec] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberSpillingHashJoinExec => j }
 
   private def join(jt: String, buildLeft: Boolean, cond: Column): DataFrame =
     if (buildLeft) l.hint("shuffle_hash").join(r, cond, jt) else l.join(r.hint("shuffle_hash"), cond, jt)
@@ -53,7 +53,7 @@ class EmberJoinSuite extends EmberQueryTest {
     bothAnsiModes { _ =>
       val used = scala.collection.mutable.Set.empty[(String, String)]
       for (jt <- joinTypes; buildLeft <- Seq(true, false); cond <- Seq(equi, residual)) {
-        val df = checkSparkAnswerAndNative(join(jt, buildLeft, cond), Seq(cls[EmberShuffledHashJoinExec]))
+        val df = checkSparkAnswerAndNative(join(jt, buildLeft, cond), Seq(cls[EmberSpillingHashJoinExec]))
         joins(df).foreach(j => used += (jt -> j.buildSide.toString))
       }
       for (jt <- Seq("inner", "left_outer", "right_outer", "full_outer"))
@@ -72,7 +72,7 @@ class EmberJoinSuite extends EmberQueryTest {
       for (jt <- Seq("inner", "full_outer", "left_anti"))
         checkSparkAnswerAndNative(
           a.join(b.hint("shuffle_hash"), col("a_k") === col("b_k"), jt),
-          Seq(cls[EmberShuffledHashJoinExec])
+          Seq(cls[EmberSpillingHashJoinExec])
         )
     }
     // Three keys at once, one of them an expression.
@@ -84,7 +84,7 @@ class EmberJoinSuite extends EmberQueryTest {
         col("a_s") === col("b_s") && col("a_b") === col("b_b") && (col("a_i16") % 7) === (col("b_i16") % 7),
         "left_outer"
       ),
-      Seq(cls[EmberShuffledHashJoinExec])
+      Seq(cls[EmberSpillingHashJoinExec])
     )
   }
 
@@ -133,9 +133,9 @@ class EmberJoinSuite extends EmberQueryTest {
     val b = keys(2, 200, (0xfff0000000000001L, 0xff800001))
       .select(col("id").as("b_id"), col("d").as("b_d"), col("f").as("b_f"))
     val tinyBuild = Seq(
-      EmberConf.HASH_JOIN_MAX_BUILD_BUFFER.key -> "4096",
+      EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.key -> "4096",
       EmberConf.BATCH_SIZE.key -> "16",
-      EmberConf.HASH_JOIN_BUCKET_BITS.key -> "2"
+      EmberConf.SPILLING_HASH_JOIN_BUCKET_BITS.key -> "2"
     )
     for (
       (k, conf) <- Seq(
@@ -147,7 +147,7 @@ class EmberJoinSuite extends EmberQueryTest {
       jt <- Seq("inner", "full_outer", "left_semi", "left_anti")
     ) withSQLConf(conf: _*) {
       val df =
-        checkSparkAnswerAndNative(a.join(b.hint("shuffle_hash"), k, jt), Seq(cls[EmberShuffledHashJoinExec]))
+        checkSparkAnswerAndNative(a.join(b.hint("shuffle_hash"), k, jt), Seq(cls[EmberSpillingHashJoinExec]))
       if (conf.nonEmpty) assert(metric(df, "spilled_buckets") > 0, jt)
     }
   }
@@ -156,13 +156,13 @@ class EmberJoinSuite extends EmberQueryTest {
     for (jt <- joinTypes; buildLeft <- Seq(true, false)) {
       checkSparkAnswerAndNative(
         join(jt, buildLeft, col("lk") <=> col("rk")),
-        Seq(cls[EmberShuffledHashJoinExec])
+        Seq(cls[EmberSpillingHashJoinExec])
       )
     }
     // Mixed: one null-safe and one ordinary key.
     checkSparkAnswerAndNative(
       join("full_outer", buildLeft = false, col("lk") <=> col("rk") && col("ls") === col("rs")),
-      Seq(cls[EmberShuffledHashJoinExec])
+      Seq(cls[EmberSpillingHashJoinExec])
     )
   }
 
@@ -176,7 +176,7 @@ class EmberJoinSuite extends EmberQueryTest {
         "SELECT * FROM lt WHERE lt.lk IN (SELECT rk FROM rt WHERE rt.rs > 's2') OR lt.ls IS NULL"
       )
     ) {
-      val df = checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberShuffledHashJoinExec]))
+      val df = checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberSpillingHashJoinExec]))
       assert(
         joins(df).exists(_.joinType.toString.startsWith("ExistenceJoin")),
         df.queryExecution.executedPlan
@@ -189,7 +189,7 @@ class EmberJoinSuite extends EmberQueryTest {
     for (jt <- Seq("inner", "left_outer", "left_semi")) {
       val df = checkSparkAnswerAndNative(
         l.join(r.hint("shuffle_hash"), equi).join(r2.hint("shuffle_hash"), col("lk") === col("k2"), jt),
-        Seq(cls[EmberShuffledHashJoinExec])
+        Seq(cls[EmberSpillingHashJoinExec])
       )
       assert(joins(df).size == 2, df.queryExecution.executedPlan)
     }
@@ -202,7 +202,7 @@ class EmberJoinSuite extends EmberQueryTest {
         checkSparkAnswerAndNative(
           if (buildLeft) a.hint("shuffle_hash").join(b, equi, jt)
           else a.join(b.hint("shuffle_hash"), equi, jt),
-          Seq(cls[EmberShuffledHashJoinExec])
+          Seq(cls[EmberSpillingHashJoinExec])
         )
       }
     }
@@ -215,7 +215,7 @@ class EmberJoinSuite extends EmberQueryTest {
     val b = right.select(col("f64").as("y"), col("id").as("bi"))
     val x = a.queryExecution.analyzed.output.head
     val y = b.queryExecution.analyzed.output.head
-    val reason = serde.JoinSerde.hashJoin(
+    val reason = serde.SpillingHashJoinSerde.hashJoin(
       Seq(x),
       Seq(y),
       org.apache.spark.sql.catalyst.plans.Inner,
@@ -228,9 +228,9 @@ class EmberJoinSuite extends EmberQueryTest {
   }
 
   private val spillConf = Seq(
-    EmberConf.HASH_JOIN_MAX_BUILD_BUFFER.key -> (16L << 10).toString,
+    EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.key -> (16L << 10).toString,
     EmberConf.BATCH_SIZE.key -> "64",
-    EmberConf.HASH_JOIN_BUCKET_BITS.key -> "2"
+    EmberConf.SPILLING_HASH_JOIN_BUCKET_BITS.key -> "2"
   )
 
   private def metric(df: DataFrame, name: String): Long = joins(df).map(_.metrics(name).value).sum
@@ -254,7 +254,7 @@ class EmberJoinSuite extends EmberQueryTest {
         val checked = checkSparkAnswerAndNative(
           if (buildLeft) bl.hint("shuffle_hash").join(br, cond, jt)
           else bl.join(br.hint("shuffle_hash"), cond, jt),
-          Seq(cls[EmberShuffledHashJoinExec])
+          Seq(cls[EmberSpillingHashJoinExec])
         )
         assert(metric(checked, "spilled_buckets") > 0, s"$jt buildLeft=$buildLeft did not spill")
         assert(metric(checked, "spillCount") > 0, "spill files are counted")
@@ -273,7 +273,7 @@ class EmberJoinSuite extends EmberQueryTest {
         val checked =
           checkSparkAnswerAndNative(
             probe.join(build.hint("shuffle_hash"), cond, jt),
-            Seq(cls[EmberShuffledHashJoinExec])
+            Seq(cls[EmberSpillingHashJoinExec])
           )
         assert(metric(checked, "chunked_buckets") > 0, s"$jt: the hot key's bucket is joined in chunks")
       }
@@ -285,7 +285,7 @@ class EmberJoinSuite extends EmberQueryTest {
       for (jt <- joinTypes) {
         val df = checkSparkAnswerAndNative(
           join(jt, buildLeft = false, col("lk") <=> col("rk")),
-          Seq(cls[EmberShuffledHashJoinExec])
+          Seq(cls[EmberSpillingHashJoinExec])
         )
         assert(metric(df, "spilled_buckets") > 0, jt)
       }
@@ -293,22 +293,22 @@ class EmberJoinSuite extends EmberQueryTest {
       r.createOrReplaceTempView("rt")
       val df = checkSparkAnswerAndNative(
         spark.sql("SELECT * FROM lt WHERE EXISTS (SELECT 1 FROM rt WHERE rt.rk = lt.lk) OR lt.lv > 0"),
-        Seq(cls[EmberShuffledHashJoinExec])
+        Seq(cls[EmberSpillingHashJoinExec])
       )
       assert(metric(df, "spilled_buckets") > 0)
     }
   }
 
   test("spilling disabled: the join runs in memory and does not spill") {
-    withSQLConf(EmberConf.HASH_JOIN_SPILL.key -> "false") {
+    withSQLConf(EmberConf.SPILLING_HASH_JOIN_SPILL.key -> "false") {
       val df = checkSparkAnswerAndNative(
         join("full_outer", buildLeft = true, residual),
-        Seq(cls[EmberShuffledHashJoinExec])
+        Seq(cls[EmberSpillingHashJoinExec])
       )
       assert(metric(df, "spilled_buckets") == 0 && metric(df, "spillCount") == 0)
     }
     // With the cap below the build side and spilling off, the task fails cleanly instead of spilling.
-    withSQLConf((spillConf :+ (EmberConf.HASH_JOIN_SPILL.key -> "false")): _*) {
+    withSQLConf((spillConf :+ (EmberConf.SPILLING_HASH_JOIN_SPILL.key -> "false")): _*) {
       // The sides that spill in the test above.
       val df = keyed(3, "l", 3000, 1000, 0).hint("shuffle_hash").join(keyed(4, "r", 3000, 1000, 0), equi)
       val e = intercept[Exception](df.collect())

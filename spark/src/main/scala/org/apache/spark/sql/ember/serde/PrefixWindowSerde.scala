@@ -20,8 +20,8 @@ import org.ember.proto
  *  - ROWS frames with literal bounds of every shape; RANGE frames bounded only by UNBOUNDED / CURRENT ROW
  *    (value offsets compare order keys with Spark's per-type arithmetic: not matched natively).
  */
-object WindowSerde extends OperatorSerde[WindowExec] {
-  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_WINDOW
+object PrefixWindowSerde extends OperatorSerde[WindowExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_PREFIX_WINDOW
 
   private def integral(dt: DataType): Boolean = dt match {
     case ByteType | ShortType | IntegerType | LongType => true
@@ -203,14 +203,14 @@ object WindowSerde extends OperatorSerde[WindowExec] {
       order <- SortSerde.sortOrder(plan.orderSpec, input)
       exprs <- sequence(plan.windowExpression.map(windowExpr(_, input)))
     } yield {
-      val b = proto.Window
+      val b = proto.PrefixWindow
         .newBuilder()
-        .setPrefixEnabled(EmberConf.WINDOW_PREFIX.get())
-        .setSegmentRows(math.max(1L, EmberConf.WINDOW_SEGMENT_ROWS.get()))
+        .setPrefixEnabled(EmberConf.PREFIX_WINDOW_PREFIX_DIFFERENCE.get())
+        .setSegmentRows(math.max(1L, EmberConf.PREFIX_WINDOW_SEGMENT_ROWS.get()))
       partition.foreach(b.addPartitionBy)
       order.foreach(b.addOrderBy)
       exprs.foreach(b.addExprs)
-      op(_.setWindow(b))
+      op(_.setPrefixWindow(b))
     }
   }
 }

@@ -1,4 +1,4 @@
-package org.apache.spark.sql.ember
+package org.apache.spark.sql.ember.rewrite
 
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Count, Sum}
@@ -9,11 +9,11 @@ import org.ember.EmberConf
 
 /**
  * Prefix-difference rewrite of sliding integral sums, for Spark's own window operator
- * (`spark.ember.window.prefixRewrite.enabled`). Within one `Window` node (one partition / order spec), every
+ * (`spark.ember.slidingSumRewrite.enabled`). Within one `Window` node (one partition / order spec), every
  * `sum(x) OVER (... ROWS BETWEEN a AND b)` with an integral `x`, literal bounds, no DISTINCT / FILTER and
  * LEGACY arithmetic is rewritten without a new exchange or sort.
  *
- * Frames ending at or before the current row (the rolling-horizon shape) all become one [[PrefixFrameSums]]
+ * Frames ending at or before the current row (the rolling-horizon shape) all become one [[SlidingFrameSums]]
  * over the running frame: one update per row keeps per-measure rings of prefix sums and counts, and each frame
  * is two ring lookups; a `Project` reads its struct fields under the original expression ids. That path is used
  * when Ember's native window is off (the native operator cannot run it, and evaluates the original sums better).
@@ -34,9 +34,9 @@ import org.ember.EmberConf
  * Exact with ANSI off only, where Spark's sliding fold wraps in 64 bits and so does the difference of two
  * wrapped prefixes; under ANSI a running sum may overflow where no frame does, so the rule leaves the plan
  * alone when `spark.sql.ansi.enabled` is true (and for any sum not in LEGACY mode). A spec is rewritten only
- * when the widths of its qualifying frames add up to `spark.ember.window.prefixRewrite.minTotalWidth`.
+ * when the widths of its qualifying frames add up to `spark.ember.slidingSumRewrite.minTotalWidth`.
  */
-object PrefixWindowRewrite extends Rule[LogicalPlan] {
+object SlidingSumRewrite extends Rule[LogicalPlan] {
 
   private case class Candidate(alias: Alias, sum: Sum, lower: Int, upper: Int) {
     def width: Long = upper.toLong - lower + 1
@@ -73,8 +73,8 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
   }
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!EmberConf.WINDOW_PREFIX_REWRITE.get(conf) || conf.ansiEnabled) return plan
-    val minWidth = EmberConf.WINDOW_PREFIX_REWRITE_MIN_WIDTH.get(conf)
+    if (!EmberConf.SLIDING_SUM_REWRITE.get(conf) || conf.ansiEnabled) return plan
+    val minWidth = EmberConf.SLIDING_SUM_REWRITE_MIN_WIDTH.get(conf)
     plan.transformUp { case w: Window => rewrite(w, minWidth).getOrElse(w) }
   }
 
@@ -87,20 +87,20 @@ object PrefixWindowRewrite extends Rule[LogicalPlan] {
     def agg(f: aggregate.AggregateFunction, s: WindowSpecDefinition, name: String) =
       Alias(WindowExpression(AggregateExpression(f, Complete, isDistinct = false), s), name)()
 
-    // Frames ending at or before the current row: one PrefixFrameSums over the running frame, unless Ember's
+    // Frames ending at or before the current row: one SlidingFrameSums over the running frame, unless Ember's
     // native window will run this spec (it evaluates the original sums itself, and the lag form as well).
-    val nativeWindow = EmberConf.ENABLED.get(conf) && EmberConf.EXEC_WINDOW.get(conf)
+    val nativeWindow = EmberConf.ENABLED.get(conf) && EmberConf.EXEC_PREFIX_WINDOW.get(conf)
     // (The bound on `lower` comes first: it keeps `1 - lower` in `ringLength` from overflowing.)
     val (folded, offsetBased) = candidates.partition(c =>
-      !nativeWindow && c.upper <= 0 && c.lower > -PrefixFrameSums.MaxRing &&
-        PrefixFrameSums.ringLength(c.lower) <= PrefixFrameSums.MaxRing
+      !nativeWindow && c.upper <= 0 && c.lower > -SlidingFrameSums.MaxRing &&
+        SlidingFrameSums.ringLength(c.lower) <= SlidingFrameSums.MaxRing
     )
     val foldedMeasures = folded.map(_.sum.child).distinctBy(_.canonicalized)
     val frameSums = Option.when(folded.nonEmpty) {
       val frames = folded.map { c =>
-        PrefixFrameSums.Frame(foldedMeasures.indexWhere(_.semanticEquals(c.sum.child)), c.lower, c.upper)
+        SlidingFrameSums.Frame(foldedMeasures.indexWhere(_.semanticEquals(c.sum.child)), c.lower, c.upper)
       }
-      agg(PrefixFrameSums(foldedMeasures, frames), running, "_ember_frame_sums")
+      agg(SlidingFrameSums(foldedMeasures, frames), running, "_ember_frame_sums")
     }
 
     // One running sum and count per measure (and its partition totals when some frame ends past a row).

@@ -1,11 +1,11 @@
-"""Prefix-difference windows (EmberWindowExec, the PrefixWindowRewrite rule): rolling integral sums over several
+"""Prefix-difference windows (EmberPrefixWindowExec, the SlidingSumRewrite rule): rolling integral sums over several
 horizons, the shape from the field.
 
 ~2M rows (11k sellers x 180 days at --scale 1), M integral measures, SUM(m) OVER (PARTITION BY seller ORDER BY
 day ROWS BETWEEN n PRECEDING AND CURRENT ROW) for every n in --widths (M x H window columns), written to a
 no-op sink. Variants, side by side on the same Parquet input:
   vanilla        Spark's WindowExec (spark.ember.enabled=false)
-  vanilla+rule   Spark's WindowExec after PrefixWindowRewrite (spark.ember.window.prefixRewrite.enabled; ANSI off only)
+  vanilla+rule   Spark's WindowExec after SlidingSumRewrite (spark.ember.slidingSumRewrite.enabled; ANSI off only)
   ember-refold   Ember's native window with prefix evaluation off (one add-and-retract accumulator per frame)
   ember-prefix   Ember's native window with prefix evaluation on
   ember-prefix+shuffle  the same over Ember's columnar shuffle (spark.ember.exec.shuffle.enabled)
@@ -16,7 +16,7 @@ Shapes: M measures x widths; 1 measure x widths; M measures x widths*4. Reported
 window stage's executor run time (Spark's stage metrics: the query's last stage, which reads the shuffle, sorts
 and evaluates the window), JVM CPU, and whether every variant's rows checksum equal to vanilla's.
 
-    dev/bench/submit.sh window [--scale 1.0] [--measures 6] [--widths 2,6,29,89,179] [--ansi off|on] [--repeat 1]
+    dev/bench/submit.sh prefix_window [--scale 1.0] [--measures 6] [--widths 2,6,29,89,179] [--ansi off|on] [--repeat 1]
         [--variants ...] [--shapes all,one,x4] [--conf k=v]...
 """
 import argparse
@@ -67,27 +67,27 @@ rows = spark.read.parquet(path).count()
 print(f"# window: {sellers} sellers x {args.days} days = {rows} rows, ansi={args.ansi}, widths={widths}\n")
 
 VARIANTS = {
-    "vanilla": {"spark.ember.enabled": "false", "spark.ember.window.prefixRewrite.enabled": "false"},
-    "vanilla+rule": {"spark.ember.enabled": "false", "spark.ember.window.prefixRewrite.enabled": "true"},
+    "vanilla": {"spark.ember.enabled": "false", "spark.ember.slidingSumRewrite.enabled": "false"},
+    "vanilla+rule": {"spark.ember.enabled": "false", "spark.ember.slidingSumRewrite.enabled": "true"},
     "ember-refold": {
         "spark.ember.enabled": "true",
-        "spark.ember.window.prefixRewrite.enabled": "false",
-        "spark.ember.window.prefix.enabled": "false",
+        "spark.ember.slidingSumRewrite.enabled": "false",
+        "spark.ember.prefixWindow.prefixDifference.enabled": "false",
         "spark.ember.exec.shuffle.enabled": "false",
     },
     "ember-prefix": {
         "spark.ember.enabled": "true",
-        "spark.ember.window.prefixRewrite.enabled": "false",
-        "spark.ember.window.prefix.enabled": "true",
+        "spark.ember.slidingSumRewrite.enabled": "false",
+        "spark.ember.prefixWindow.prefixDifference.enabled": "true",
         "spark.ember.exec.shuffle.enabled": "false",
     },
     # Not the benchmark's query: one row_number() over the same spec in Spark's own operators (same scan, shuffle
     # and sort). The least any rewrite that keeps Spark's window operator (the Catalyst rule) can cost.
-    "spark-floor": {"spark.ember.enabled": "false", "spark.ember.window.prefixRewrite.enabled": "false"},
+    "spark-floor": {"spark.ember.enabled": "false", "spark.ember.slidingSumRewrite.enabled": "false"},
     "ember-prefix+shuffle": {
         "spark.ember.enabled": "true",
-        "spark.ember.window.prefixRewrite.enabled": "false",
-        "spark.ember.window.prefix.enabled": "true",
+        "spark.ember.slidingSumRewrite.enabled": "false",
+        "spark.ember.prefixWindow.prefixDifference.enabled": "true",
         "spark.ember.exec.shuffle.enabled": "true",
     },
 }

@@ -1,4 +1,4 @@
-package org.apache.spark.sql.ember
+package org.apache.spark.sql.ember.rewrite
 
 import java.nio.ByteBuffer
 
@@ -19,16 +19,16 @@ import org.apache.spark.sql.types._
  * row). Wrapping arithmetic makes that Spark's ANSI-off fold bit for bit; the rule that builds this stays out
  * under ANSI. The result is a struct with one nullable bigint per frame, in `frames` order.
  *
- * Only [[PrefixWindowRewrite]] creates it, for Spark's own window operator; it has no SQL name and no merge
+ * Only [[SlidingSumRewrite]] creates it, for Spark's own window operator; it has no SQL name and no merge
  * (there is no order between two partial states).
  */
-case class PrefixFrameSums(
+case class SlidingFrameSums(
     children: Seq[Expression],
-    frames: Seq[PrefixFrameSums.Frame],
+    frames: Seq[SlidingFrameSums.Frame],
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0
-) extends TypedImperativeAggregate[PrefixFrameSums.State] {
-  import PrefixFrameSums._
+) extends TypedImperativeAggregate[SlidingFrameSums.State] {
+  import SlidingFrameSums._
 
   require(frames.forall(f => f.lower <= f.upper && f.upper <= 0 && f.measure < children.size))
 
@@ -38,7 +38,7 @@ case class PrefixFrameSums(
     StructType(frames.indices.map(i => StructField(s"f$i", LongType, nullable = true)))
 
   /** Ring length: the power of two at or above `2 - a_min`, to hold `Q(k - 1 + a_min) .. Q(k)`. */
-  private lazy val ring: Int = PrefixFrameSums.ringLength(frames.map(_.lower).min)
+  private lazy val ring: Int = SlidingFrameSums.ringLength(frames.map(_.lower).min)
   private lazy val mask: Long = ring - 1L
   private lazy val frameMeasures = frames.map(_.measure).toArray
   private lazy val frameLowers = frames.map(_.lower).toArray
@@ -133,14 +133,14 @@ case class PrefixFrameSums(
     state
   }
 
-  override def withNewMutableAggBufferOffset(offset: Int): PrefixFrameSums =
+  override def withNewMutableAggBufferOffset(offset: Int): SlidingFrameSums =
     copy(mutableAggBufferOffset = offset)
-  override def withNewInputAggBufferOffset(offset: Int): PrefixFrameSums = copy(inputAggBufferOffset = offset)
-  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): PrefixFrameSums =
+  override def withNewInputAggBufferOffset(offset: Int): SlidingFrameSums = copy(inputAggBufferOffset = offset)
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): SlidingFrameSums =
     copy(children = newChildren)
 }
 
-object PrefixFrameSums {
+object SlidingFrameSums {
 
   /** Widest frame served: its state is 16 bytes per measure and ring slot, allocated per partition. */
   val MaxRing: Int = 4096

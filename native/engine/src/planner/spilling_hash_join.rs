@@ -12,8 +12,8 @@ use super::expr::create_expr;
 use crate::error::plan_error;
 use crate::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
 
-pub fn create_hash_join(
-    hj: &pb::HashJoin,
+pub fn create_spilling_hash_join(
+    hj: &pb::SpillingHashJoin,
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
 ) -> Result<Arc<dyn ExecutionPlan>> {

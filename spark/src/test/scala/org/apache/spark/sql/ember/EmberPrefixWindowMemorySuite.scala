@@ -1,6 +1,6 @@
 package org.apache.spark.sql.ember
 
-import org.apache.spark.sql.ember.execution.EmberWindowExec
+import org.apache.spark.sql.ember.execution.EmberPrefixWindowExec
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
 
@@ -9,7 +9,7 @@ import org.apache.spark.sql.functions._
  * (carried running sums, extrema and ranks), whole-partition aggregates spill the partition and fold while it is
  * written, so the query completes with Spark's answer.
  */
-class EmberWindowMemorySuite extends EmberQueryTest {
+class EmberPrefixWindowMemorySuite extends EmberQueryTest {
 
   override protected def offHeapSize: String = "16m"
 
@@ -50,8 +50,8 @@ class EmberWindowMemorySuite extends EmberQueryTest {
           count("lg")
         )
     }
-    val df = checkSparkAnswerAndNative(query, Seq(classOf[EmberWindowExec]))
-    val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberWindowExec => w }
+    val df = checkSparkAnswerAndNative(query, Seq(classOf[EmberPrefixWindowExec]))
+    val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberPrefixWindowExec => w }
     assert(windows.size == 2, df.queryExecution.executedPlan)
     windows.foreach { w =>
       assert(w.metrics("segmented_partitions").value == 1, s"the partition in segments: $w")
@@ -92,11 +92,11 @@ class EmberWindowMemorySuite extends EmberQueryTest {
       )
       .agg(count(lit(1)), sum("v"), min("sf"), max("sf"), min("mn"), max("av"))
     val dfs = Seq(
-      checkSparkAnswerAndNative(byKQuery, Seq(classOf[EmberWindowExec])),
-      checkSparkAnswerAndNative(overAllQuery, Seq(classOf[EmberWindowExec]))
+      checkSparkAnswerAndNative(byKQuery, Seq(classOf[EmberPrefixWindowExec])),
+      checkSparkAnswerAndNative(overAllQuery, Seq(classOf[EmberPrefixWindowExec]))
     )
     for (df <- dfs) {
-      val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberWindowExec => w }
+      val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberPrefixWindowExec => w }
       assert(windows.size == 1, df.queryExecution.executedPlan)
       windows.foreach { w =>
         assert(w.metrics("spilled_partitions").value == 1, s"the partition spilled: $w")

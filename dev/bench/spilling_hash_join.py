@@ -1,7 +1,7 @@
 """Shuffled hash join benchmark: vanilla Spark's sort-merge join and shuffled hash join against Ember's native
-hash join (EmberShuffledHashJoinExec) with spilling off and on, at several off-heap budgets per task.
+hash join (EmberSpillingHashJoinExec) with spilling off and on, at several off-heap budgets per task.
 
-    dev/bench/submit.sh join [--scale 1.0] [--budgets 1024,192,128,64] [--shapes inner,left_outer,...]
+    dev/bench/submit.sh spilling_hash_join [--scale 1.0] [--budgets 1024,192,128,64] [--shapes inner,left_outer,...]
                              [--partitions 2] [--max-build-buffer-bytes N (test knob: forces spilling)]
 
 Default: 4M build rows x 20M probe rows (long keys, two payload columns; --scale multiplies both), local[2].
@@ -30,7 +30,7 @@ def parse():
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--partitions", type=int, default=2, help="shuffle partitions (2: one per core)")
     p.add_argument("--max-build-buffer-bytes", type=int, default=0,
-                   help="test knob spark.ember.hashJoin.spill.maxBuildBufferBytes (forces spilling at small scale)")
+                   help="test knob spark.ember.spillingHashJoin.spill.maxBuildBufferBytes (forces spilling at small scale)")
     p.add_argument("--budget", type=int, default=0, help="(inner mode) run at this budget in this JVM")
     p.add_argument("--conf", action="append", default=[], help="k=v set on the session for every variant")
     return p.parse_args()
@@ -105,7 +105,7 @@ def run_budget(args):
     spark.conf.set("spark.sql.shuffle.partitions", str(args.partitions))
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.conf.set("spark.sql.adaptive.enabled", "false")  # the planned join is the one measured
-    spark.conf.set("spark.ember.hashJoin.spill.maxBuildBufferBytes", str(args.max_build_buffer_bytes))
+    spark.conf.set("spark.ember.spillingHashJoin.spill.maxBuildBufferBytes", str(args.max_build_buffer_bytes))
     for kv in args.conf:
         k, v = kv.split("=", 1)
         spark.conf.set(k, v)
@@ -131,7 +131,7 @@ def run_budget(args):
 
     def configure(variant):
         spark.conf.set("spark.ember.enabled", str(variant.startswith("ember")).lower())
-        spark.conf.set("spark.ember.hashJoin.spill.enabled", str(variant == "ember_spill_on").lower())
+        spark.conf.set("spark.ember.spillingHashJoin.spill.enabled", str(variant == "ember_spill_on").lower())
         spark.conf.set("spark.sql.join.preferSortMergeJoin", str(variant == "spark_smj").lower())
 
     def spilled_buckets(df):

@@ -3,7 +3,7 @@ package org.apache.spark.sql.ember
 import java.io.File
 
 import org.apache.spark.{SparkConf, SparkEnv}
-import org.apache.spark.sql.ember.execution.EmberShuffledHashJoinExec
+import org.apache.spark.sql.ember.execution.EmberSpillingHashJoinExec
 import org.apache.spark.sql.functions._
 import org.ember.EmberConf
 
@@ -11,7 +11,7 @@ import org.ember.EmberConf
  * The native hash join under Spark's off-heap pool (here 32 MiB), with no test cap: a build side of ~10x the
  * budget completes by spilling, where spilling turned off fails the task.
  */
-class EmberJoinMemorySuite extends EmberQueryTest {
+class EmberSpillingHashJoinMemorySuite extends EmberQueryTest {
 
   override protected def offHeapSize: String = "32m"
 
@@ -44,7 +44,7 @@ class EmberJoinMemorySuite extends EmberQueryTest {
       assert(row.getLong(0) == rows)
       assert(row.getLong(1) == 0L, "every probe row met its own build row")
       assert(row.getLong(2) == rows * (rows - 1) / 2)
-      val joins = collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberShuffledHashJoinExec =>
+      val joins = collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberSpillingHashJoinExec =>
         j
       }
       assert(joins.nonEmpty, df.queryExecution.executedPlan)
@@ -57,7 +57,7 @@ class EmberJoinMemorySuite extends EmberQueryTest {
   }
 
   test("with spilling disabled the same join fails cleanly for lack of memory") {
-    withSQLConf(EmberConf.HASH_JOIN_SPILL.key -> "false") {
+    withSQLConf(EmberConf.SPILLING_HASH_JOIN_SPILL.key -> "false") {
       val df = probe.join(build.hint("shuffle_hash"), col("pk") === col("k")).agg(count(lit(1)))
       val e = intercept[Exception](df.collect())
       val messages = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.toString).toSeq

@@ -14,7 +14,7 @@ import org.ember.proto
  * distribution are those of Spark's `ShuffledJoin`; there is no output ordering, because a join that spilled
  * emits its rows bucket by bucket.
  */
-case class EmberShuffledHashJoinExec(
+case class EmberSpillingHashJoinExec(
     leftKeys: Seq[Expression],
     rightKeys: Seq[Expression],
     joinType: JoinType,
@@ -34,7 +34,7 @@ case class EmberShuffledHashJoinExec(
     case FullOuter => (left.output ++ right.output).map(_.withNullability(true))
     case j: ExistenceJoin => left.output :+ j.exists
     case LeftExistence(_) => left.output
-    case x => throw new IllegalArgumentException(s"EmberShuffledHashJoinExec does not take $x")
+    case x => throw new IllegalArgumentException(s"EmberSpillingHashJoinExec does not take $x")
   }
 
   override def outputPartitioning: Partitioning = joinType match {
@@ -43,7 +43,7 @@ case class EmberShuffledHashJoinExec(
     case RightOuter => right.outputPartitioning
     case FullOuter => UnknownPartitioning(left.outputPartitioning.numPartitions)
     case LeftExistence(_) => left.outputPartitioning
-    case x => throw new IllegalArgumentException(s"EmberShuffledHashJoinExec does not take $x")
+    case x => throw new IllegalArgumentException(s"EmberSpillingHashJoinExec does not take $x")
   }
 
   override def requiredChildDistribution: Seq[Distribution] =
@@ -62,7 +62,7 @@ case class EmberShuffledHashJoinExec(
     "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "join peak reserved memory")
   )
 
-  override def nodeName: String = if (isSkewJoin) "EmberShuffledHashJoinExec(skew=true)" else super.nodeName
+  override def nodeName: String = if (isSkewJoin) "EmberSpillingHashJoinExec(skew=true)" else super.nodeName
 
   override def simpleString(maxFields: Int): String =
     s"$nodeName $joinType build=$buildSide, keys=${leftKeys.mkString("[", ", ", "]")} = " +
@@ -71,5 +71,5 @@ case class EmberShuffledHashJoinExec(
   override protected def withNewChildrenInternal(
       newLeft: SparkPlan,
       newRight: SparkPlan
-  ): EmberShuffledHashJoinExec = copy(left = newLeft, right = newRight)
+  ): EmberSpillingHashJoinExec = copy(left = newLeft, right = newRight)
 }

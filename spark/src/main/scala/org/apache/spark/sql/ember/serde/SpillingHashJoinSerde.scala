@@ -23,8 +23,8 @@ import org.ember.proto
  * Arrow's total order, under which those are equal exactly when Spark's keys are. The condition is bound to
  * left ++ right, as the native operator expects, whatever the build side.
  */
-object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
-  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SHUFFLED_HASH_JOIN
+object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SPILLING_HASH_JOIN
 
   override def convert(plan: ShuffledHashJoinExec): Either[String, proto.Operator] =
     hashJoin(
@@ -84,68 +84,21 @@ object JoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
         case None => Right(None)
       }
     } yield {
-      val bits = EmberConf.HASH_JOIN_BUCKET_BITS.get(conf)
-      val b = proto.HashJoin
+      val bits = EmberConf.SPILLING_HASH_JOIN_BUCKET_BITS.get(conf)
+      val b = proto.SpillingHashJoin
         .newBuilder()
         .setJoinType(t)
         .setBuildSide(
           if (buildSide == BuildLeft) proto.BuildSide.BUILD_SIDE_LEFT else proto.BuildSide.BUILD_SIDE_RIGHT
         )
-        .setMaxBuildBufferBytes(EmberConf.HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
+        .setMaxBuildBufferBytes(EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
         .setBucketBits(bits.max(1L).min(16L).toInt)
-        .setSpillDisabled(!EmberConf.HASH_JOIN_SPILL.get(conf))
+        .setSpillDisabled(!EmberConf.SPILLING_HASH_JOIN_SPILL.get(conf))
       lk.foreach(b.addLeftKeys)
       rk.foreach(b.addRightKeys)
       leftKeys.foreach(_ => b.addNullSafe(false))
       cond.foreach(b.setCondition)
-      op(_.setHashJoin(b))
+      op(_.setSpillingHashJoin(b))
     }
   }
-}
-
-/**
- * With `spark.ember.exec.replaceSortMergeJoin.enabled`: a `SortMergeJoinExec` runs as the native hash join. The
- * sorts that `EnsureRequirements` put under it are dropped; the build side is the one statistics say is smaller
- * (any join type can build on either side natively). The rule leaves a join whose sort order an operator above
- * needs to Spark.
- */
-object SortMergeJoinSerde extends OperatorSerde[SortMergeJoinExec] {
-  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_REPLACE_SMJ
-
-  /** The child without the sort the merge join needed. */
-  def unsorted(child: SparkPlan): SparkPlan = child match {
-    case s: SortExec if !s.global => s.child
-    case s: EmberSortExec if !s.global => s.child
-    case other => other
-  }
-
-  private def sizeInBytes(p: SparkPlan): Option[BigInt] = p match {
-    case q: QueryStageExec => q.computeStats().map(_.sizeInBytes)
-    case EmberInputExec(c) => sizeInBytes(c)
-    case other =>
-      other.logicalLink
-        .map(_.stats.sizeInBytes)
-        .orElse(other.children match {
-          case Seq(c) => sizeInBytes(c)
-          case _ => None
-        })
-  }
-
-  /** Build on the left only when statistics say it is strictly smaller. */
-  def buildSide(plan: SortMergeJoinExec): BuildSide =
-    (sizeInBytes(unsorted(plan.left)), sizeInBytes(unsorted(plan.right))) match {
-      case (Some(l), Some(r)) if l < r => BuildLeft
-      case _ => BuildRight
-    }
-
-  override def convert(plan: SortMergeJoinExec): Either[String, proto.Operator] =
-    JoinSerde.hashJoin(
-      plan.leftKeys,
-      plan.rightKeys,
-      plan.joinType,
-      buildSide(plan),
-      plan.condition,
-      unsorted(plan.left),
-      unsorted(plan.right)
-    )
 }
