@@ -96,7 +96,9 @@ class EmberPrefixWindowMemorySuite extends EmberQueryTest {
       checkSparkAnswerAndNative(overAllQuery, Seq(classOf[EmberPrefixWindowExec]))
     )
     for (df <- dfs) {
-      val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberPrefixWindowExec => w }
+      val windows = collectWithSubqueries(df.queryExecution.executedPlan) { case w: EmberPrefixWindowExec =>
+        w
+      }
       assert(windows.size == 1, df.queryExecution.executedPlan)
       windows.foreach { w =>
         assert(w.metrics("spilled_partitions").value == 1, s"the partition spilled: $w")

@@ -380,7 +380,10 @@ class EmberPrefixWindowSuite extends EmberQueryTest {
     optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: Lag | _: Lead => 1 }.size).sum
 
   private def frameSums(df: DataFrame): Int =
-    optimizedWindows(df).flatMap(_.windowExpressions).map(_.collect { case _: SlidingFrameSums => 1 }.size).sum
+    optimizedWindows(df)
+      .flatMap(_.windowExpressions)
+      .map(_.collect { case _: SlidingFrameSums => 1 }.size)
+      .sum
 
   private val slidingFrames =
     Seq((-2L, 0L), (-6L, 0L), (-29L, 0L), (0L, 0L), (-5L, -1L), (-3L, 2L), (1L, 3L), (2L, UF))

@@ -34,5 +34,6 @@ case class EmberPrefixWindowExec(
     s"EmberPrefixWindowExec ${windowExpression.mkString("[", ", ", "]")}, " +
       s"${partitionSpec.mkString("[", ", ", "]")}, ${orderSpec.mkString("[", ", ", "]")}"
 
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberPrefixWindowExec = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberPrefixWindowExec =
+    copy(child = newChild)
 }

@@ -135,7 +135,8 @@ case class SlidingFrameSums(
 
   override def withNewMutableAggBufferOffset(offset: Int): SlidingFrameSums =
     copy(mutableAggBufferOffset = offset)
-  override def withNewInputAggBufferOffset(offset: Int): SlidingFrameSums = copy(inputAggBufferOffset = offset)
+  override def withNewInputAggBufferOffset(offset: Int): SlidingFrameSums =
+    copy(inputAggBufferOffset = offset)
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): SlidingFrameSums =
     copy(children = newChildren)
 }

@@ -12,7 +12,6 @@ import org.apache.spark.sql.types._
 import org.ember.EmberConf
 import org.ember.proto
 
-
 /**
  * With `spark.ember.exec.replaceSortMergeJoin.enabled`: a `SortMergeJoinExec` runs as the native hash join. The
  * sorts that `EnsureRequirements` put under it are dropped; the build side is the one statistics say is smaller
