@@ -21,7 +21,7 @@ use futures::StreamExt;
 use prost::Message;
 
 use crate::error::plan_error;
-use crate::memory::{BrokerMemoryPool, MemoryBroker};
+use crate::memory::{BrokerMemoryPool, MemoryBroker, DEFAULT_HEADROOM_BYTES};
 use crate::operators::input::BatchReader;
 use crate::planner::{types, Planner};
 
@@ -67,7 +67,7 @@ impl NativePlan {
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 
-        let pool = Arc::new(BrokerMemoryPool::new(broker));
+        let pool = Arc::new(BrokerMemoryPool::with_headroom(broker, DEFAULT_HEADROOM_BYTES));
         let disk_mode = if config.spill_dirs.is_empty() {
             DiskManagerMode::OsTmpDirectory
         } else {
