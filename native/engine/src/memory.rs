@@ -18,6 +18,13 @@
 //! consumer, e.g. a merge that grows per merged file until refused, cannot take all of it from the others).
 //! Memory given back refills the headroom before it returns to Spark. The headroom is counted by Spark as this
 //! task's (it is held from the broker), not as reserved by an operator.
+//!
+//! **Hand-overs.** Memory often moves from one consumer to another: a sort's sorted batches leave its buffer's
+//! reservation (shrunk) and enter its merge's (grown), batch by batch. Returned to Spark in between, another
+//! task can take it, and the merge fails although the plan's usage did not grow (issue: "granted 48616 of
+//! 196608 bytes requested by ExternalSorterMerge"). So the pool also keeps up to another headroom's worth of
+//! memory given back (a *float*), which any consumer may take when Spark refuses; only beyond both does memory
+//! go back to Spark.
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,6 +49,8 @@ pub struct BrokerMemoryPool {
     broker: Arc<dyn MemoryBroker>,
     /// Bytes held beyond what operators reserve, for consumers that cannot spill (see the module doc).
     headroom: usize,
+    /// The most held beyond what operators reserve: the headroom and the float (see the module doc).
+    retain: usize,
     state: Mutex<PoolState>,
     peak: AtomicUsize,
 }
@@ -65,7 +74,8 @@ impl BrokerMemoryPool {
     /// it asks for them now, and takes what it is granted (refilled as operators give memory back).
     pub fn with_headroom(broker: Arc<dyn MemoryBroker>, headroom: usize) -> Self {
         let held = if headroom > 0 { broker.acquire(headroom).unwrap_or(0).min(headroom) } else { 0 };
-        Self { broker, headroom, state: Mutex::new(PoolState { used: 0, held }), peak: AtomicUsize::new(0) }
+        let retain = headroom.saturating_mul(2);
+        Self { broker, headroom, retain, state: Mutex::new(PoolState { used: 0, held }), peak: AtomicUsize::new(0) }
     }
 
     /// Bytes held from the broker beyond what operators reserve (the headroom still free).
@@ -106,8 +116,8 @@ impl MemoryPool for BrokerMemoryPool {
         s.used += additional;
         s.held += granted;
         self.note_peak(s.used);
-        // Keep no more spare than the headroom (what the broker granted may exceed what was missing).
-        let excess = s.held.saturating_sub(s.used + self.headroom);
+        // Keep no more spare than the headroom and the float.
+        let excess = s.held.saturating_sub(s.used + self.retain);
         s.held -= excess;
         drop(s);
         if excess > 0 {
@@ -118,8 +128,8 @@ impl MemoryPool for BrokerMemoryPool {
     fn shrink(&self, _reservation: &MemoryReservation, shrink: usize) {
         let mut s = self.state.lock().unwrap();
         s.used = s.used.saturating_sub(shrink);
-        // What exceeds the headroom goes back to Spark; up to the headroom, it refills it.
-        let give_back = s.held.saturating_sub(s.used + self.headroom);
+        // Up to the headroom and the float, memory given back refills them; the rest goes back to Spark.
+        let give_back = s.held.saturating_sub(s.used + self.retain);
         if give_back > 0 {
             s.held -= give_back;
             drop(s);
@@ -134,13 +144,14 @@ impl MemoryPool for BrokerMemoryPool {
         let granted = self.broker.acquire(additional)?;
         let mut s = self.state.lock().unwrap();
         if granted < additional {
-            // The headroom serves what the broker refused, only to a consumer that cannot spill and whose
-            // reservation stays within the headroom's size.
-            let spare = s.held.saturating_sub(s.used);
-            let from_headroom = !reservation.consumer().can_spill()
-                && granted + spare >= additional
-                && reservation.size() + additional <= self.headroom;
-            if !from_headroom {
+            // The float serves what the broker refused to anyone; the headroom only to a consumer that cannot
+            // spill and whose reservation stays within the headroom's size.
+            let (spare, missing) = (s.held.saturating_sub(s.used), additional - granted);
+            let from_spare = missing <= spare.saturating_sub(self.headroom)
+                || (!reservation.consumer().can_spill()
+                    && missing <= spare
+                    && reservation.size() + additional <= self.headroom);
+            if !from_spare {
                 drop(s);
                 if granted > 0 {
                     self.broker.release(granted);
@@ -256,6 +267,40 @@ mod tests {
     }
 
     #[test]
+    fn memory_handed_over_between_consumers_stays_in_the_pool() {
+        // A broker whose free memory another task takes as soon as it is given back.
+        #[derive(Debug)]
+        struct Greedy(FixedBroker, std::sync::atomic::AtomicBool);
+        impl MemoryBroker for Greedy {
+            fn acquire(&self, bytes: usize) -> Result<usize> {
+                if self.1.load(Ordering::SeqCst) {
+                    return Ok(0);
+                }
+                self.0.acquire(bytes)
+            }
+            fn release(&self, bytes: usize) {
+                self.0.release(bytes)
+            }
+        }
+        let broker = Arc::new(Greedy(FixedBroker::new(10_000), Default::default()));
+        let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom(broker.clone(), 100));
+        let sorter = MemoryConsumer::new("sorter").with_can_spill(true).register(&pool);
+        let merge = MemoryConsumer::new("merge").register(&pool);
+        sorter.try_grow(5000).unwrap();
+        merge.try_grow(2000).unwrap();
+        broker.1.store(true, Ordering::SeqCst); // from now on Spark refuses everything
+        for _ in 0..50 {
+            sorter.shrink(100);
+            merge.try_grow(100).unwrap();
+        }
+        assert_eq!((sorter.size(), merge.size()), (0, 7000));
+        assert!(MemoryConsumer::new("other").with_can_spill(true).register(&pool).try_grow(100).is_err());
+        drop((sorter, merge));
+        drop(pool);
+        assert_eq!(broker.0.used(), 0);
+    }
+
+    #[test]
     fn headroom_serves_only_small_consumers_that_cannot_spill() {
         let broker = Arc::new(FixedBroker::new(1000));
         let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom(broker.clone(), 100));
@@ -272,13 +317,13 @@ mod tests {
         assert!(merge.try_grow(40).is_err());
         assert!(agg.try_grow(40).is_err());
         assert_eq!((pool.reserved(), broker.used()), (980, 1000));
-        // Memory given back refills the headroom first.
+        // Memory given back refills the headroom, then the float, first.
         join.shrink(500);
-        assert_eq!(broker.used(), 580, "80 reserved by agg, 400 by join, the 100 of headroom");
+        assert_eq!(broker.used(), 680, "80 reserved by agg, 400 by join, 100 of headroom, 100 of float");
         merge.try_grow(40).unwrap();
         drop((join, agg, merge));
         assert_eq!(pool.reserved(), 0);
-        assert_eq!(broker.used(), 100, "the headroom is kept while the pool lives");
+        assert_eq!(broker.used(), 200, "the headroom and the float are kept while the pool lives");
         drop(pool);
         assert_eq!(broker.used(), 0);
     }
