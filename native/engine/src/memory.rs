@@ -11,11 +11,12 @@
 //! that — an aggregate above the join, a sort's merge buffers — would get nothing and fail the task, although
 //! the spilling operator could have given memory back (Spark's `TaskMemoryManager` would ask it to spill;
 //! DataFusion has no such call-back). So the pool keeps a small *headroom* (see
-//! [`BrokerMemoryPool::with_headroom`], [`DEFAULT_HEADROOM_BYTES`] in native plans) acquired from the broker up
-//! front and never lent to a consumer that can spill (`MemoryConsumer::with_can_spill(true)`): those are refused
-//! as soon as the broker refuses, and spill. A consumer that cannot spill is served from the headroom when the
-//! broker refuses, as long as its reservation stays within the headroom's size (so one greedy non-spilling
-//! consumer, e.g. a merge that grows per merged file until refused, cannot take all of it from the others).
+//! [`BrokerMemoryPool::with_headroom`]; [`DEFAULT_HEADROOM_BYTES`] in native plans, at most an eighth of what
+//! Spark grants when the plan starts), acquired from the broker up front and never lent to a consumer that can
+//! spill (`MemoryConsumer::with_can_spill(true)`): those are refused as soon as the broker refuses, and spill. A
+//! consumer that cannot spill is served from the headroom when the broker refuses, as long as its reservation
+//! stays within the headroom's size (so one greedy non-spilling consumer, e.g. a merge that grows per merged
+//! file until refused, cannot take all of it from the others).
 //! Memory given back refills the headroom before it returns to Spark. The headroom is counted by Spark as this
 //! task's (it is held from the broker), not as reserved by an operator.
 //!
@@ -70,10 +71,17 @@ impl BrokerMemoryPool {
         Self::with_headroom(broker, 0)
     }
 
-    /// A pool that keeps `headroom` bytes from the broker for consumers that cannot spill (see the module doc);
-    /// it asks for them now, and takes what it is granted (refilled as operators give memory back).
+    /// A pool that keeps up to `headroom` bytes from the broker for consumers that cannot spill (see the module
+    /// doc). It asks for 8 times that now and keeps an eighth of what it is granted: a task whose whole share is
+    /// small (tests force spilling with pools of 128 KiB) keeps most of it for its spilling operators.
     pub fn with_headroom(broker: Arc<dyn MemoryBroker>, headroom: usize) -> Self {
-        let held = if headroom > 0 { broker.acquire(headroom).unwrap_or(0).min(headroom) } else { 0 };
+        let probe = headroom.saturating_mul(8);
+        let granted = if probe > 0 { broker.acquire(probe).unwrap_or(0).min(probe) } else { 0 };
+        let headroom = headroom.min(granted / 8);
+        if granted > headroom {
+            broker.release(granted - headroom);
+        }
+        let held = headroom;
         let retain = headroom.saturating_mul(2);
         Self { broker, headroom, retain, state: Mutex::new(PoolState { used: 0, held }), peak: AtomicUsize::new(0) }
     }
