@@ -21,7 +21,7 @@ use futures::StreamExt;
 use prost::Message;
 
 use crate::error::plan_error;
-use crate::memory::{BrokerMemoryPool, MemoryBroker};
+use crate::memory::{BrokerMemoryPool, MemoryBroker, DEFAULT_HEADROOM_BYTES};
 use crate::operators::input::BatchReader;
 use crate::planner::{types, Planner};
 
@@ -38,6 +38,13 @@ pub struct OperatorMetrics {
     /// under; the Spark node declares SQL metrics with the same names to show them in the SQL UI.
     pub named: Vec<(String, u64)>,
 }
+
+/// What a sort sets aside up front for merging (proto `sort_spill_reservation_bytes` 0). DataFusion's default,
+/// 10 MiB, is more than a task's share of a busy executor can be, and a sort that cannot reserve it fails
+/// before it can spill. No more than the pool's headroom, which serves it when Spark refuses (the reservation's
+/// consumer cannot spill). The merge of spilled runs grows beyond it as the pool allows (DataFusion's
+/// multi-level merge merges fewer runs per pass when it cannot).
+pub const DEFAULT_SORT_SPILL_RESERVATION_BYTES: usize = DEFAULT_HEADROOM_BYTES;
 
 pub struct NativePlan {
     // Field order matters for drop: the stream (which holds reservations and spill files) goes first.
@@ -67,7 +74,7 @@ impl NativePlan {
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 
-        let pool = Arc::new(BrokerMemoryPool::new(broker));
+        let pool = Arc::new(BrokerMemoryPool::with_headroom(broker, DEFAULT_HEADROOM_BYTES));
         let disk_mode = if config.spill_dirs.is_empty() {
             DiskManagerMode::OsTmpDirectory
         } else {
@@ -87,9 +94,11 @@ impl NativePlan {
             .with_batch_size(batch_size)
             .with_target_partitions(1)
             .with_spill_compression(spill_compression);
-        if config.sort_spill_reservation_bytes > 0 {
-            session = session.with_sort_spill_reservation_bytes(config.sort_spill_reservation_bytes as usize);
-        }
+        let sort_spill_reservation = match config.sort_spill_reservation_bytes {
+            0 => DEFAULT_SORT_SPILL_RESERVATION_BYTES,
+            n => n as usize,
+        };
+        session = session.with_sort_spill_reservation_bytes(sort_spill_reservation);
         let task_ctx = Arc::new(TaskContext::default().with_session_config(session).with_runtime(runtime_env));
 
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -5,6 +5,27 @@
 //! `MemoryConsumer` in OFF_HEAP mode, so the bytes come out of Spark's `TaskMemoryManager` like any Spark
 //! operator's; in tests a [`FixedBroker`] plays Spark with a fixed budget. A refusal (Spark granting less than
 //! asked) makes `try_grow` fail with `ResourcesExhausted`, which DataFusion's spilling operators answer by spilling.
+//!
+//! **Headroom for consumers that cannot spill.** Operators of one plan share one pool, and a spilling operator
+//! (a hash join's build, a sort's buffer) grows until Spark refuses. A consumer that cannot spill and asks after
+//! that — an aggregate above the join, a sort's merge buffers — would get nothing and fail the task, although
+//! the spilling operator could have given memory back (Spark's `TaskMemoryManager` would ask it to spill;
+//! DataFusion has no such call-back). So the pool keeps a small *headroom* (see
+//! [`BrokerMemoryPool::with_headroom`]; [`DEFAULT_HEADROOM_BYTES`] in native plans, at most an eighth of what
+//! Spark grants when the plan starts), acquired from the broker up front and never lent to a consumer that can
+//! spill (`MemoryConsumer::with_can_spill(true)`): those are refused as soon as the broker refuses, and spill. A
+//! consumer that cannot spill is served from the headroom when the broker refuses, as long as its reservation
+//! stays within the headroom's size (so one greedy non-spilling consumer, e.g. a merge that grows per merged
+//! file until refused, cannot take all of it from the others).
+//! Memory given back refills the headroom before it returns to Spark. The headroom is counted by Spark as this
+//! task's (it is held from the broker), not as reserved by an operator.
+//!
+//! **Hand-overs.** Memory often moves from one consumer to another: a sort's sorted batches leave its buffer's
+//! reservation (shrunk) and enter its merge's (grown), batch by batch. Returned to Spark in between, another
+//! task can take it, and the merge fails although the plan's usage did not grow (issue: "granted 48616 of
+//! 196608 bytes requested by ExternalSorterMerge"). So the pool also keeps up to another headroom's worth of
+//! memory given back (a *float*), which any consumer may take when Spark refuses; only beyond both does memory
+//! go back to Spark.
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,10 +41,17 @@ pub trait MemoryBroker: Send + Sync + fmt::Debug {
     fn release(&self, bytes: usize);
 }
 
+/// The headroom of a native plan's pool: a few batches of an aggregate's state or of a merge's buffers.
+pub const DEFAULT_HEADROOM_BYTES: usize = 1 << 20;
+
 /// A DataFusion memory pool that forwards every byte to a [`MemoryBroker`].
 #[derive(Debug)]
 pub struct BrokerMemoryPool {
     broker: Arc<dyn MemoryBroker>,
+    /// Bytes held beyond what operators reserve, for consumers that cannot spill (see the module doc).
+    headroom: usize,
+    /// The most held beyond what operators reserve: the headroom and the float (see the module doc).
+    retain: usize,
     state: Mutex<PoolState>,
     peak: AtomicUsize,
 }
@@ -32,13 +60,36 @@ pub struct BrokerMemoryPool {
 struct PoolState {
     /// Bytes reserved by operators.
     used: usize,
-    /// Bytes held from the broker. Below `used` only after an infallible `grow` that the broker could not meet.
+    /// Bytes held from the broker. Below `used` only after an infallible `grow` that the broker could not meet;
+    /// above it by at most the headroom.
     held: usize,
 }
 
 impl BrokerMemoryPool {
+    /// A pool without headroom: every refusal of the broker is a refusal of the pool.
     pub fn new(broker: Arc<dyn MemoryBroker>) -> Self {
-        Self { broker, state: Mutex::new(PoolState::default()), peak: AtomicUsize::new(0) }
+        Self::with_headroom(broker, 0)
+    }
+
+    /// A pool that keeps up to `headroom` bytes from the broker for consumers that cannot spill (see the module
+    /// doc). It asks for 8 times that now and keeps an eighth of what it is granted: a task whose whole share is
+    /// small (tests force spilling with pools of 128 KiB) keeps most of it for its spilling operators.
+    pub fn with_headroom(broker: Arc<dyn MemoryBroker>, headroom: usize) -> Self {
+        let probe = headroom.saturating_mul(8);
+        let granted = if probe > 0 { broker.acquire(probe).unwrap_or(0).min(probe) } else { 0 };
+        let headroom = headroom.min(granted / 8);
+        if granted > headroom {
+            broker.release(granted - headroom);
+        }
+        let held = headroom;
+        let retain = headroom.saturating_mul(2);
+        Self { broker, headroom, retain, state: Mutex::new(PoolState { used: 0, held }), peak: AtomicUsize::new(0) }
+    }
+
+    /// Bytes held from the broker beyond what operators reserve (the headroom still free).
+    pub fn spare(&self) -> usize {
+        let s = self.state.lock().unwrap();
+        s.held.saturating_sub(s.used)
     }
 
     /// The largest number of bytes reserved at once.
@@ -73,14 +124,22 @@ impl MemoryPool for BrokerMemoryPool {
         s.used += additional;
         s.held += granted;
         self.note_peak(s.used);
+        // Keep no more spare than the headroom and the float.
+        let excess = s.held.saturating_sub(s.used + self.retain);
+        s.held -= excess;
+        drop(s);
+        if excess > 0 {
+            self.broker.release(excess);
+        }
     }
 
     fn shrink(&self, _reservation: &MemoryReservation, shrink: usize) {
         let mut s = self.state.lock().unwrap();
         s.used = s.used.saturating_sub(shrink);
-        if s.held > s.used {
-            let give_back = s.held - s.used;
-            s.held = s.used;
+        // Up to the headroom and the float, memory given back refills them; the rest goes back to Spark.
+        let give_back = s.held.saturating_sub(s.used + self.retain);
+        if give_back > 0 {
+            s.held -= give_back;
             drop(s);
             self.broker.release(give_back);
         }
@@ -91,20 +150,30 @@ impl MemoryPool for BrokerMemoryPool {
             return Ok(()); // Spark's TaskMemoryManager asserts on requests of 0 bytes
         }
         let granted = self.broker.acquire(additional)?;
-        if granted < additional {
-            if granted > 0 {
-                self.broker.release(granted);
-            }
-            return Err(DataFusionError::ResourcesExhausted(format!(
-                "Spark's memory manager granted {granted} of {additional} bytes requested by {} \
-                 ({} bytes reserved by this task's native plan)",
-                reservation.consumer().name(),
-                self.reserved()
-            )));
-        }
         let mut s = self.state.lock().unwrap();
+        if granted < additional {
+            // The float serves what the broker refused to anyone; the headroom only to a consumer that cannot
+            // spill and whose reservation stays within the headroom's size.
+            let (spare, missing) = (s.held.saturating_sub(s.used), additional - granted);
+            let from_spare = missing <= spare.saturating_sub(self.headroom)
+                || (!reservation.consumer().can_spill()
+                    && missing <= spare
+                    && reservation.size() + additional <= self.headroom);
+            if !from_spare {
+                drop(s);
+                if granted > 0 {
+                    self.broker.release(granted);
+                }
+                return Err(DataFusionError::ResourcesExhausted(format!(
+                    "Spark's memory manager granted {granted} of {additional} bytes requested by {} \
+                     ({} bytes reserved by this task's native plan)",
+                    reservation.consumer().name(),
+                    self.reserved()
+                )));
+            }
+        }
         s.used += additional;
-        s.held += additional;
+        s.held += granted;
         self.note_peak(s.used);
         Ok(())
     }
@@ -202,6 +271,68 @@ mod tests {
         r.shrink(100);
         assert_eq!(broker.used(), 50);
         drop(r);
+        assert_eq!(broker.used(), 0);
+    }
+
+    #[test]
+    fn memory_handed_over_between_consumers_stays_in_the_pool() {
+        // A broker whose free memory another task takes as soon as it is given back.
+        #[derive(Debug)]
+        struct Greedy(FixedBroker, std::sync::atomic::AtomicBool);
+        impl MemoryBroker for Greedy {
+            fn acquire(&self, bytes: usize) -> Result<usize> {
+                if self.1.load(Ordering::SeqCst) {
+                    return Ok(0);
+                }
+                self.0.acquire(bytes)
+            }
+            fn release(&self, bytes: usize) {
+                self.0.release(bytes)
+            }
+        }
+        let broker = Arc::new(Greedy(FixedBroker::new(10_000), Default::default()));
+        let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom(broker.clone(), 100));
+        let sorter = MemoryConsumer::new("sorter").with_can_spill(true).register(&pool);
+        let merge = MemoryConsumer::new("merge").register(&pool);
+        sorter.try_grow(5000).unwrap();
+        merge.try_grow(2000).unwrap();
+        broker.1.store(true, Ordering::SeqCst); // from now on Spark refuses everything
+        for _ in 0..50 {
+            sorter.shrink(100);
+            merge.try_grow(100).unwrap();
+        }
+        assert_eq!((sorter.size(), merge.size()), (0, 7000));
+        assert!(MemoryConsumer::new("other").with_can_spill(true).register(&pool).try_grow(100).is_err());
+        drop((sorter, merge));
+        drop(pool);
+        assert_eq!(broker.0.used(), 0);
+    }
+
+    #[test]
+    fn headroom_serves_only_small_consumers_that_cannot_spill() {
+        let broker = Arc::new(FixedBroker::new(1000));
+        let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom(broker.clone(), 100));
+        assert_eq!(broker.used(), 100, "the headroom is held up front");
+        let join = MemoryConsumer::new("join").with_can_spill(true).register(&pool);
+        let agg = MemoryConsumer::new("agg").register(&pool);
+        let merge = MemoryConsumer::new("merge").register(&pool);
+        // The spilling consumer takes everything the broker grants, never the headroom.
+        join.try_grow(900).unwrap();
+        assert!(join.try_grow(1).is_err());
+        // A consumer that cannot spill still gets its state, from the headroom ...
+        agg.try_grow(80).unwrap();
+        // ... but none beyond the headroom's size, nor what another one already took.
+        assert!(merge.try_grow(40).is_err());
+        assert!(agg.try_grow(40).is_err());
+        assert_eq!((pool.reserved(), broker.used()), (980, 1000));
+        // Memory given back refills the headroom, then the float, first.
+        join.shrink(500);
+        assert_eq!(broker.used(), 680, "80 reserved by agg, 400 by join, 100 of headroom, 100 of float");
+        merge.try_grow(40).unwrap();
+        drop((join, agg, merge));
+        assert_eq!(pool.reserved(), 0);
+        assert_eq!(broker.used(), 200, "the headroom and the float are kept while the pool lives");
+        drop(pool);
         assert_eq!(broker.used(), 0);
     }
 }

@@ -263,8 +263,8 @@ object EmberConf {
   val SORT_SPILL_RESERVATION: Entry[Long] = long(
     "spark.ember.sort.spillReservationBytes",
     default = 0,
-    "Memory a native sort sets aside up front for merging its spill files; 0 keeps DataFusion's default " +
-      "(10 MiB). Lower it only for very small off-heap budgets."
+    "Memory a native sort sets aside up front for merging its spill files; 0 uses Ember's default " +
+      "(1 MiB). Never set it above a task's smallest share of off-heap memory: a sort that cannot reserve it fails."
   )
 
   // --- Shuffled hash join ---
