@@ -22,7 +22,7 @@
 //!
 //! **Hand-overs.** Memory often moves from one consumer to another: a sort's sorted batches leave its buffer's
 //! reservation (shrunk) and enter its merge's (grown), batch by batch. Returned to Spark in between, another
-//! task can take it, and the merge fails although the plan's usage did not grow (issue: "granted 48616 of
+//! task can take it, and the merge fails although the plan's usage did not grow ("granted 48616 of
 //! 196608 bytes requested by ExternalSorterMerge"). So the pool also keeps up to another headroom's worth of
 //! memory given back (a *float*), which any consumer may take when Spark refuses; only beyond both does memory
 //! go back to Spark.

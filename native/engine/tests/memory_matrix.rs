@@ -294,7 +294,7 @@ fn whole_partition_window() {
         name: "total".into(),
         ..Default::default()
     };
-    let window = pb::Window {
+    let window = pb::PrefixWindow {
         partition_by: vec![col(0, &DataType::Int64)],
         order_by: vec![],
         exprs: vec![expr],
@@ -305,7 +305,7 @@ fn whole_partition_window() {
     let mut fields: Vec<Field> = s.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("total", DataType::Int64, true));
     let out = Arc::new(Schema::new(fields));
-    let plan = plan_of(op(1, pb::operator::Kind::Window(window), vec![sort]), &out);
+    let plan = plan_of(op(1, pb::operator::Kind::PrefixWindow(window), vec![sort]), &out);
     check("whole-part window", Case { plan, inputs: vec![(batches, s)], ordered: false }, &BUDGETS);
 }
 
@@ -346,7 +346,7 @@ fn join_with_aggregate_above(name: &str, left: Vec<RecordBatch>, right: Vec<Reco
     let (ls, rs) = (left[0].schema(), right[0].schema());
     let join = op(
         2,
-        pb::operator::Kind::HashJoin(pb::HashJoin {
+        pb::operator::Kind::SpillingHashJoin(pb::SpillingHashJoin {
             join_type: pb::JoinType::Inner as i32,
             build_side: pb::BuildSide::Right as i32,
             left_keys: vec![col(0, &DataType::Int64)],
