@@ -10,7 +10,7 @@ PYTHON ?= python3
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
-.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites lint demo bench bench-spark golden \
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory lint demo bench bench-spark golden \
 	docs clean
 
 all: jar
@@ -50,6 +50,11 @@ test-suites: jar-dev
 	dev/run-spark-suites --set ci
 
 test: lint test-rust test-scala test-suites
+
+# On demand: every spilling operator at 8/16/32/64 MiB per task, twice each and on a simulated busy executor
+# (`cargo test` runs the matrix's corners).
+test-memory:
+	EMBER_MEMORY_MATRIX=full cargo test -p ember-engine --test memory_matrix
 
 docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite -Dember.writeDocs=true

@@ -212,7 +212,27 @@ fn kps_rows(bytes: usize) -> usize {
     bytes / 44
 }
 
-const INPUT_BYTES: usize = 96 * MIB;
+/// The whole matrix runs with `EMBER_MEMORY_MATRIX=full` (`make test-memory`, ~6 minutes); a plain `cargo test`
+/// runs its corners (8 and 32 MiB, half the input) to stay fast.
+fn full() -> bool {
+    std::env::var("EMBER_MEMORY_MATRIX").is_ok_and(|v| v == "full")
+}
+
+fn budgets() -> Vec<usize> {
+    if full() {
+        BUDGETS.to_vec()
+    } else {
+        vec![8 * MIB, 32 * MIB]
+    }
+}
+
+fn input_bytes() -> usize {
+    if full() {
+        96 * MIB
+    } else {
+        48 * MIB
+    }
+}
 
 #[test]
 fn sort_radix_keys() {
@@ -220,8 +240,8 @@ fn sort_radix_keys() {
     let plan = plan_of(sort_op(1, vec![(0, DataType::Int64)], true, input(0, &s)), &s);
     check(
         "sort radix keys",
-        Case { plan, inputs: vec![(kps_batches(kps_rows(INPUT_BYTES)), s)], ordered: true },
-        &BUDGETS,
+        Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes())), s)], ordered: true },
+        &budgets(),
     );
 }
 
@@ -231,8 +251,8 @@ fn sort_string_keys() {
     let plan = plan_of(sort_op(1, vec![(2, DataType::Utf8)], true, input(0, &s)), &s);
     check(
         "sort string keys",
-        Case { plan, inputs: vec![(kps_batches(kps_rows(INPUT_BYTES)), s)], ordered: true },
-        &BUDGETS,
+        Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes())), s)], ordered: true },
+        &budgets(),
     );
 }
 
@@ -268,7 +288,7 @@ fn sort_few_huge_strings() {
 #[test]
 fn whole_partition_window() {
     let s = kps_schema();
-    let rows = kps_rows(INPUT_BYTES);
+    let rows = kps_rows(input_bytes());
     // g = k % 4 as column 0 (k is a permutation), p as the measure (small values, no overflow).
     let batches: Vec<RecordBatch> = kps_batches(rows)
         .into_iter()
@@ -306,7 +326,7 @@ fn whole_partition_window() {
     fields.push(Field::new("total", DataType::Int64, true));
     let out = Arc::new(Schema::new(fields));
     let plan = plan_of(op(1, pb::operator::Kind::PrefixWindow(window), vec![sort]), &out);
-    check("whole-part window", Case { plan, inputs: vec![(batches, s)], ordered: false }, &BUDGETS);
+    check("whole-part window", Case { plan, inputs: vec![(batches, s)], ordered: false }, &budgets());
 }
 
 fn agg_function(kind: pb::AggregateFunctionKind, args: Vec<pb::Expr>, name: &str) -> pb::AggregateFunction {
@@ -374,7 +394,7 @@ fn join_with_aggregate_above(name: &str, left: Vec<RecordBatch>, right: Vec<Reco
         Field::new("sum_w_buf", DataType::Int64, true),
     ]));
     let plan = plan_of(agg, &out);
-    check(name, Case { plan, inputs: vec![(left, ls), (right, rs)], ordered: false }, &BUDGETS);
+    check(name, Case { plan, inputs: vec![(left, ls), (right, rs)], ordered: false }, &budgets());
 }
 
 fn kv(k: &str, v: &str) -> SchemaRef {
@@ -384,7 +404,7 @@ fn kv(k: &str, v: &str) -> SchemaRef {
 /// Build side: a third of its rows on one key; probe side: a handful of rows on it.
 #[test]
 fn hot_key_join_with_aggregate_above() {
-    let rows = INPUT_BYTES / 2 / 16;
+    let rows = input_bytes() / 2 / 16;
     let left = join_side(&kv("lk", "v"), rows, 1, |i| mix(i ^ 1).is_multiple_of(400_000));
     let right = join_side(&kv("rk", "w"), rows, 2, |i| mix(i ^ 2).is_multiple_of(3));
     join_with_aggregate_above("hot join + agg", left, right);
@@ -393,7 +413,7 @@ fn hot_key_join_with_aggregate_above() {
 /// Build side: every row on one key (the whole join is chunked); probe side: 4 rows on it.
 #[test]
 fn all_hot_join_with_aggregate_above() {
-    let rows = INPUT_BYTES / 4 / 16;
+    let rows = input_bytes() / 4 / 16;
     let left = join_side(&kv("lk", "v"), rows, 1, |i| i % (rows as u64 / 4) == 7);
     let right = join_side(&kv("rk", "w"), rows, 2, |_| true);
     join_with_aggregate_above("all-hot join + agg", left, right);
@@ -402,7 +422,7 @@ fn all_hot_join_with_aggregate_above() {
 /// A plain join (unique-ish keys on both sides) with the aggregate above.
 #[test]
 fn plain_join_with_aggregate_above() {
-    let rows = INPUT_BYTES / 2 / 16;
+    let rows = input_bytes() / 2 / 16;
     let left = join_side(&kv("lk", "v"), rows, 1, |_| false);
     let right = join_side(&kv("rk", "w"), rows, 2, |_| false);
     join_with_aggregate_above("plain join + agg", left, right);
@@ -413,7 +433,7 @@ fn plain_join_with_aggregate_above() {
 #[test]
 fn grouped_aggregate() {
     let s = kps_schema();
-    let rows = kps_rows(INPUT_BYTES);
+    let rows = kps_rows(input_bytes());
     // Keys with about two rows each.
     let batches: Vec<RecordBatch> = kps_batches(rows)
         .into_iter()
@@ -460,5 +480,5 @@ fn grouped_aggregate() {
         Field::new("sum_p", DataType::Int64, true),
     ]));
     let plan = plan_of(final_, &out);
-    check("grouped aggregate", Case { plan, inputs: vec![(batches, s)], ordered: false }, &BUDGETS);
+    check("grouped aggregate", Case { plan, inputs: vec![(batches, s)], ordered: false }, &budgets());
 }
