@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow::array::{Array, StructArray};
 use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::record_batch::RecordBatch;
 use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
@@ -138,6 +139,10 @@ struct PlanHandle {
     rows: Vec<u8>,
     /// `rows` holds a batch the JVM's buffer was too small for: the next call writes it.
     rows_pending: bool,
+    /// The rows of the current output batch not yet written by `nextRowsInto`.
+    rows_rest: Option<RecordBatch>,
+    /// `nextRowsInto` writes about this many bytes of rows per call at most (0: a whole batch per call).
+    row_batch_bytes: usize,
 }
 
 fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
@@ -263,7 +268,10 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
         let plan = NativePlan::from_proto(&proto, inputs, broker)?;
-        Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new(), rows_pending: false })) as jlong)
+        let row_batch_bytes = proto.config.as_ref().map_or(0, |c| c.row_batch_bytes);
+        let row_batch_bytes = usize::try_from(row_batch_bytes).unwrap_or(usize::MAX);
+        let handle = PlanHandle { plan, rows: Vec::new(), rows_pending: false, rows_rest: None, row_batch_bytes };
+        Ok(Box::into_raw(Box::new(handle)) as jlong)
     })
     .resolve::<ThrowEmberException>()
 }
@@ -350,8 +358,10 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
 
 /// Writes the next batch as Spark `UnsafeRow`s (`ember_engine::unsafe_row`: each row preceded by its size) into
 /// `buffer`, a Java byte array the caller reuses from batch to batch (no new array, zeroed and collected, per
-/// batch). Returns the bytes written; -1 at the end; or, when `buffer` is too small, minus the size it needs: the
-/// rows stay pending, and the next call (with a bigger buffer) writes them. Spark's row operators read the rows in
+/// batch), rows until they reach `ExecConfig.row_batch_bytes` per call (at least one row: a call holds at most
+/// about that many bytes plus one row; a batch with more is written over several calls). Returns the bytes
+/// written; -1 at the end; or, when `buffer` is too small, minus the size it needs: the rows stay pending, and
+/// the next call (with a bigger buffer) writes them. Spark's row operators read the rows in
 /// place, with no per-value call through Arrow Java.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
@@ -363,14 +373,19 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
     env.with_env(|env| -> BridgeResult<jlong> {
         let h = handle(ptr)?;
         if !h.rows_pending {
-            let Some(batch) = h.plan.next_batch()? else {
-                return Ok(-1);
+            let batch = match h.rows_rest.take() {
+                Some(rest) => rest,
+                None => match h.plan.next_batch()? {
+                    Some(batch) => batch,
+                    None => return Ok(-1),
+                },
             };
             h.rows.clear();
-            ember_engine::unsafe_row::write_rows(&batch, &mut h.rows)?;
+            let (written, rest) = write_rows_bounded(&batch, &mut h.rows, h.row_batch_bytes)?;
+            h.rows_rest = rest;
             if h.rows.len() > i32::MAX as usize - 16 {
                 return Err(BridgeError::Invalid(format!(
-                    "a batch of {} bytes of rows does not fit a Java array: lower spark.ember.batchSize",
+                    "{written} row(s) of {} bytes do not fit a Java array: lower spark.ember.rowBatch.maxBytes",
                     h.rows.len()
                 )));
             }
@@ -385,13 +400,39 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
         // Safety: u8 and i8 have the same size and alignment; the slice covers exactly `h.rows`.
         let signed = unsafe { std::slice::from_raw_parts(h.rows.as_ptr() as *const i8, len) };
         buffer.set_region(env, 0, signed)?;
-        // Keep the native buffer's capacity for the next batch, but not a huge one.
-        if h.rows.capacity() > 64 << 20 {
+        // Keep the native buffer's capacity for the next batch, but not one a huge row grew it to.
+        let keep = if h.row_batch_bytes == 0 { 64 << 20 } else { h.row_batch_bytes.saturating_mul(2).max(1 << 20) };
+        if h.rows.capacity() > keep {
             h.rows = Vec::new();
         }
         Ok(len as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// Appends `batch`'s rows to `out` as `unsafe_row::write_rows` does, but only until `out` holds `max_bytes`
+/// (0: no bound), at least one row: slices of as many rows as the bytes per row seen so far say fit in the room
+/// left. Returns the rows written and the batch's unwritten rest.
+fn write_rows_bounded(
+    batch: &RecordBatch,
+    out: &mut Vec<u8>,
+    max_bytes: usize,
+) -> datafusion_common::Result<(usize, Option<RecordBatch>)> {
+    let rows = batch.num_rows();
+    if max_bytes == 0 {
+        return Ok((ember_engine::unsafe_row::write_rows(batch, out)?, None));
+    }
+    // A first guess from the batch's buffers (too high for slices of bigger buffers: smaller first cuts).
+    let mut per_row = (batch.get_array_memory_size() / rows.max(1)).max(8);
+    let mut at = 0;
+    while at < rows && out.len() < max_bytes {
+        let take = ((max_bytes - out.len()) / per_row).clamp(1, rows - at);
+        let before = out.len();
+        ember_engine::unsafe_row::write_rows(&batch.slice(at, take), out)?;
+        at += take;
+        per_row = ((out.len() - before) / take).max(8);
+    }
+    Ok((at, (at < rows).then(|| batch.slice(at, rows - at))))
 }
 
 /// Per operator: [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then

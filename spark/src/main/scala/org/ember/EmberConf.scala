@@ -227,6 +227,16 @@ object EmberConf {
     "Rows per Arrow batch between Spark and the native engine, and inside it."
   )
 
+  val ROW_BATCH_BYTES: Entry[Long] = long(
+    "spark.ember.rowBatch.maxBytes",
+    default = 16L << 20,
+    "Rows that cross between Spark and a native block as UnsafeRow bytes (a Spark child's rows into the engine, " +
+      "a native block's rows back to Spark) are handed over in buffers of about this many bytes at most: a " +
+      "buffer takes rows until it holds this many bytes (or spark.ember.batchSize rows), so wide rows make " +
+      "batches of fewer rows instead of one huge Java array. A single row larger than this still crosses " +
+      "alone, and the buffer shrinks back after it. Same results; lower it when rows are megabytes wide."
+  )
+
   val SPILL_COMPRESSION: Entry[String] = string(
     "spark.ember.spill.compression",
     default = "lz4",

@@ -208,6 +208,7 @@ object EmberBlock {
       .setSessionTimezone(tz)
       .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
       .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
+      .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
     Built(
       proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
       inputs.toSeq,
@@ -220,7 +221,8 @@ object EmberBlock {
   /** The block's output as Spark `UnsafeRow`s, written natively (see [[EmberColumnarToRowExec]]). */
   def executeRows(top: EmberExec, numOutputRows: SQLMetric): RDD[InternalRow] = {
     val fields = top.output.size
-    run(top)(plan => new NativeRowIterator(plan, fields, numOutputRows))
+    val maxBytes = math.max(1L, EmberConf.ROW_BATCH_BYTES.get())
+    run(top)(plan => new NativeRowIterator(plan, fields, numOutputRows, maxBytes))
   }
 
   private def run[T: ClassTag](top: EmberExec)(output: NativePlanIterator => Iterator[T]): RDD[T] = {
@@ -228,6 +230,7 @@ object EmberBlock {
     val planBytes = built.plan.toByteArray
     val metrics = built.nodes.map(_.metrics)
     val batchSize = EmberConf.BATCH_SIZE.get().toInt
+    val rowBatchBytes = math.max(1L, EmberConf.ROW_BATCH_BYTES.get())
     val nativeRowInput = EmberConf.NATIVE_ROW_TO_COLUMNAR.get()
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
@@ -257,6 +260,7 @@ object EmberBlock {
           inputSchemas,
           tz,
           batchSize,
+          rowBatchBytes,
           metrics,
           nativeRowInput,
           queryContexts
