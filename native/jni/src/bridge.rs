@@ -169,7 +169,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// Builds a native plan over the task's inputs with memory from `consumer`. Input `i` is either an exported
+/// Builds a native plan (`plan`: a proto `Plan`, the same for every task) for one task (`task`: a proto
+/// `TaskSettings`, the executor's spill dirs and the task's ids) over the task's inputs with memory from `consumer`. Input `i` is either an exported
 /// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
 /// not null, an object whose `int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed` (-1 at the end),
 /// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
@@ -179,6 +180,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     plan: JByteArray<'l>,
+    task: JByteArray<'l>,
     input_streams: JLongArray<'l>,
     row_sources: JObjectArray<'l>,
     consumer: JObject<'l>,
@@ -193,6 +195,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         let proto = ember_engine::proto::Plan::decode(bytes.as_slice())
             .map_err(|e| BridgeError::Invalid(format!("undecodable plan: {e}")))?;
+        let task = env.convert_byte_array(&task)?;
+        let task = ember_engine::proto::TaskSettings::decode(task.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable task settings: {e}")))?;
         let schemas = ember_engine::planner::input_schemas(&proto)?;
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
         for (i, addr) in addrs.into_iter().enumerate() {
@@ -267,7 +272,13 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             return Err(BridgeError::Invalid("no memory consumer".into()));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::from_proto(&proto, inputs, broker)?;
+        let plan = NativePlan::for_task(&proto, &task, inputs, broker)?;
+        log::debug!(
+            "native plan for task {} (stage {}, partition {})",
+            task.task_attempt_id,
+            task.stage_id,
+            task.partition_id
+        );
         let row_batch_bytes = proto.config.as_ref().map_or(0, |c| c.row_batch_bytes);
         let row_batch_bytes = usize::try_from(row_batch_bytes).unwrap_or(usize::MAX);
         let handle = PlanHandle { plan, rows: Vec::new(), rows_pending: false, rows_rest: None, row_batch_bytes };

@@ -75,21 +75,27 @@ class NativePlanIterator(
   NativeLib.load()
   handle = guarded(
     NativeLib.createPlan(
-      withSpillDirs(planBytes),
+      planBytes,
+      taskSettings.toByteArray,
       streams.map(s => if (s == null) 0L else s.memoryAddress()).toArray,
       rowSources.toArray[AnyRef],
       consumer
     )
   )
 
-  /** Spill files go to this executor's Spark local dirs, which only the executor knows. */
-  private def withSpillDirs(bytes: Array[Byte]): Array[Byte] = {
-    val plan = proto.Plan.parseFrom(bytes)
+  /**
+   * What only the executor knows, beside the driver's plan bytes (never parsed here): spill files go to this
+   * executor's Spark local dirs; the task's ids for the native log.
+   */
+  private def taskSettings: proto.TaskSettings = {
     val dirs = SparkEnv.get.blockManager.diskBlockManager.localDirs.map(_.getAbsolutePath)
-    plan.toBuilder
-      .setConfig(plan.getConfig.toBuilder.clearSpillDirs().addAllSpillDirs(dirs.toSeq.asJava))
+    proto.TaskSettings
+      .newBuilder()
+      .addAllSpillDirs(dirs.toSeq.asJava)
+      .setStageId(context.stageId())
+      .setPartitionId(context.partitionId())
+      .setTaskAttemptId(context.taskAttemptId())
       .build()
-      .toByteArray
   }
 
   /** Native errors → Spark's own exceptions; a failure of a Spark child → that failure itself. */
