@@ -13,6 +13,7 @@ use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::parquet_scan::{ParquetScanReader, ParquetSplit};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
+use ember_engine::proto::InputKind;
 use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
 use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString};
@@ -170,11 +171,13 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
 }
 
 /// Builds a native plan (`plan`: a proto `Plan`, the same for every task) for one task (`task`: a proto
-/// `TaskSettings`, the executor's spill dirs and the task's ids) over the task's inputs with memory from `consumer`. Input `i` is either an exported
-/// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
-/// not null, an object whose `int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed` (-1 at the end),
-/// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
-/// `spark.range` generated here, a `ParquetSource` the task's Parquet file splits, read here. Returns the plan handle.
+/// `TaskSettings`, the executor's spill dirs and the task's ids) over the task's inputs with memory from `consumer`.
+/// Input `i` is what the kind of the plan's Input leaf `i` says: an exported `ArrowArrayStream` at address
+/// `input_streams[i]` (whose ownership moves here, `row_sources[i]` null), or the object `row_sources[i]`: an
+/// `UnsafeRowSource` (`int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed`, -1 at the end,
+/// decoded here), a `ShuffleBlockSource` (the same calls, Arrow IPC shuffle blocks), a `RangeSource` (a slice of
+/// `spark.range` generated here), a `ParquetSource` (the task's Parquet file splits, read here). Returns the plan
+/// handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
@@ -199,19 +202,40 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         let task = ember_engine::proto::TaskSettings::decode(task.as_slice())
             .map_err(|e| BridgeError::Invalid(format!("undecodable task settings: {e}")))?;
         let schemas = ember_engine::planner::input_schemas(&proto)?;
+        let kinds = input_kinds(&proto);
+        let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
+        let batch_size = if batch_size == 0 { 8192 } else { batch_size };
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
         for (i, addr) in addrs.into_iter().enumerate() {
+            let kind = kinds
+                .iter()
+                .find(|(idx, _)| *idx == i)
+                .map(|(_, k)| *k)
+                .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+            let kind = InputKind::try_from(kind)
+                .map_err(|_| BridgeError::Invalid(format!("input #{i} of unknown kind {kind}")))?;
             let source = row_sources.get_element(env, i)?;
-            if !source.is_null() {
-                let schema = schemas
-                    .iter()
-                    .find(|(idx, _)| *idx == i)
-                    .map(|(_, s)| s.clone())
-                    .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
-                let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
-                let batch_size = if batch_size == 0 { 8192 } else { batch_size };
-                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/RangeSource"))? {
-                    // A slice of `spark.range`: three numbers, generated here.
+            if kind == InputKind::ArrowStream {
+                if !source.is_null() || addr == 0 {
+                    return Err(BridgeError::Invalid(format!("input #{i} is an Arrow stream, but none was given")));
+                }
+                // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
+                let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
+                    .map_err(|e| BridgeError::Engine(e.into()))?;
+                inputs.push(Box::new(reader));
+                continue;
+            }
+            if source.is_null() {
+                return Err(BridgeError::Invalid(format!("input #{i} is {kind:?}, but no source object was given")));
+            }
+            let schema = schemas
+                .iter()
+                .find(|(idx, _)| *idx == i)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+            match kind {
+                InputKind::Range => {
+                    // A `RangeSource`, a slice of `spark.range`: three numbers, generated here.
                     let mut long = |name: &'static jni::strings::JNIStr| -> BridgeResult<i64> {
                         Ok(env.call_method(&source, name, jni_sig!("()J"), &[])?.j()?)
                     };
@@ -223,10 +247,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let reader = RangeReader::new(schema, first, step, count, batch_size, move || check_alive(&source))
                         .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
-                    continue;
                 }
-                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ParquetSource"))? {
-                    // A Parquet scan's file splits, read here.
+                InputKind::Parquet => {
+                    // A `ParquetSource`, a Parquet scan's file splits, read here.
                     let task = env.call_method(&source, jni_str!("task"), jni_sig!("()[B"), &[])?;
                     let task = JByteArray::cast_local(env, task.l()?)?;
                     let task = env.convert_byte_array(&task)?;
@@ -248,25 +271,19 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     )
                     .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
-                    continue;
                 }
-                let blocks =
-                    env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ShuffleBlockSource"))?;
-                let source = env.new_global_ref(&source)?;
-                if blocks {
+                InputKind::ShuffleBlocks => {
+                    // A `ShuffleBlockSource`: Arrow IPC shuffle blocks, decoded here.
+                    let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
-                } else {
+                }
+                InputKind::UnsafeRows => {
+                    // An `UnsafeRowSource`: a Spark child's rows as UnsafeRow bytes, decoded here.
+                    let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(UnsafeRowReader::new(schema, move || next_rows(&source))));
                 }
-                continue;
+                InputKind::ArrowStream => unreachable!("handled above"),
             }
-            if addr == 0 {
-                return Err(BridgeError::Invalid("null input stream".into()));
-            }
-            // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
-            let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
-                .map_err(|e| BridgeError::Engine(e.into()))?;
-            inputs.push(Box::new(reader));
         }
         if consumer.is_null() {
             return Err(BridgeError::Invalid("no memory consumer".into()));
@@ -285,6 +302,21 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         Ok(Box::into_raw(Box::new(handle)) as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// The kind of every Input leaf of the plan, by input index.
+fn input_kinds(plan: &ember_engine::proto::Plan) -> Vec<(usize, i32)> {
+    fn walk(op: &ember_engine::proto::Operator, out: &mut Vec<(usize, i32)>) {
+        if let Some(ember_engine::proto::operator::Kind::Input(input)) = &op.kind {
+            out.push((input.input_index as usize, input.kind));
+        }
+        op.children.iter().for_each(|c| walk(c, out));
+    }
+    let mut out = vec![];
+    if let Some(root) = &plan.root {
+        walk(root, &mut out);
+    }
+    out
 }
 
 /// Runs `call` against a JVM input source on this (task) thread, in a local frame of its own: a plan may call
