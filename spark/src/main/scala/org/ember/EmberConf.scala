@@ -321,6 +321,15 @@ object EmberConf {
     "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
   )
 
+  val EXPRESSION_MAX_DEPTH: Entry[Long] = long(
+    "spark.ember.expression.maxDepth",
+    default = 64,
+    "Deepest expression (levels of nested function calls, operators, CASE WHENs; a chain of ANDs or ORs counts " +
+      "as a balanced tree of them, depth log2 of its length) an operator runs natively with. Native code " +
+      "recurses once per level on the Spark task thread's stack, so an operator with a deeper expression stays " +
+      "in Spark, and explain names this key as the reason. Raise it only with bigger task thread stacks."
+  )
+
   val NATIVE_LOG_LEVEL: Entry[String] = string(
     "spark.ember.native.logLevel",
     default = "warn",
