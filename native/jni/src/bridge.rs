@@ -588,3 +588,46 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_castSupport<'l>(
     })
     .resolve::<ThrowEmberException>()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    /// 100 rows of 1 to 4 KB strings, written 10 000 bytes at a time: every call stops once past the bound (at
+    /// most one row over it), and the calls together write exactly what one unbounded write does.
+    #[test]
+    fn write_rows_bounded_cuts_a_batch_by_bytes() {
+        let schema =
+            Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
+        let strings: StringArray = (0..100).map(|i| Some("x".repeat(1000 * (1 + i % 4)))).collect();
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(0..100)), Arc::new(strings)])
+                .unwrap();
+        let mut whole = Vec::new();
+        ember_engine::unsafe_row::write_rows(&batch, &mut whole).unwrap();
+
+        let (max, largest_row) = (10_000, 8 + 8 + 16 + 4000);
+        let mut written = Vec::new();
+        let (mut rest, mut calls, mut rows) = (Some(batch), 0, 0);
+        while let Some(b) = rest.take() {
+            let mut out = Vec::new();
+            let (n, r) = write_rows_bounded(&b, &mut out, max).unwrap();
+            assert!(n >= 1 && out.len() < max + largest_row, "{} bytes in {n} rows", out.len());
+            if r.is_some() {
+                assert!(out.len() >= max, "stopped early: {} bytes", out.len());
+            }
+            written.extend_from_slice(&out);
+            rows += n;
+            calls += 1;
+            rest = r;
+        }
+        assert_eq!(rows, 100);
+        assert!(calls >= 20, "{calls} calls");
+        assert_eq!(written, whole);
+    }
+}
