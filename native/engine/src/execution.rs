@@ -56,13 +56,26 @@ pub struct NativePlan {
 }
 
 impl NativePlan {
-    /// Decodes and builds a plan. A malformed or unsupported plan is an error, never a panic.
+    /// Decodes and builds a plan with default task settings (spill files in the OS temp dir). A malformed or
+    /// unsupported plan is an error, never a panic.
     pub fn try_new(plan_bytes: &[u8], inputs: Vec<BatchReader>, broker: Arc<dyn MemoryBroker>) -> Result<Self> {
         let plan = pb::Plan::decode(plan_bytes).map_err(|e| plan_error(format!("undecodable plan: {e}")))?;
         Self::from_proto(&plan, inputs, broker)
     }
 
+    /// [`Self::for_task`] with default task settings (spill files in the OS temp dir).
     pub fn from_proto(plan: &pb::Plan, inputs: Vec<BatchReader>, broker: Arc<dyn MemoryBroker>) -> Result<Self> {
+        Self::for_task(plan, &pb::TaskSettings::default(), inputs, broker)
+    }
+
+    /// Builds `plan` (decided on the driver, the same for every task) for one task, with what only the executor
+    /// knows in `task` (its spill dirs and ids).
+    pub fn for_task(
+        plan: &pb::Plan,
+        task: &pb::TaskSettings,
+        inputs: Vec<BatchReader>,
+        broker: Arc<dyn MemoryBroker>,
+    ) -> Result<Self> {
         let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
         let config = plan.config.clone().unwrap_or_default();
         let output_schema = Arc::new(types::to_arrow_schema(
@@ -75,10 +88,10 @@ impl NativePlan {
         check_output_types(&root.schema(), &output_schema)?;
 
         let pool = Arc::new(BrokerMemoryPool::with_headroom(broker, DEFAULT_HEADROOM_BYTES));
-        let disk_mode = if config.spill_dirs.is_empty() {
+        let disk_mode = if task.spill_dirs.is_empty() {
             DiskManagerMode::OsTmpDirectory
         } else {
-            DiskManagerMode::Directories(config.spill_dirs.iter().map(Into::into).collect())
+            DiskManagerMode::Directories(task.spill_dirs.iter().map(Into::into).collect())
         };
         let runtime_env = RuntimeEnvBuilder::new()
             .with_memory_pool(pool.clone() as Arc<dyn MemoryPool>)

@@ -86,7 +86,11 @@ pub fn op(id: u32, kind: pb::operator::Kind, children: Vec<pb::Operator>) -> pb:
 pub fn input(index: u32, schema: &SchemaRef) -> pb::Operator {
     op(
         100 + index,
-        pb::operator::Kind::Input(pb::Input { input_index: index, schema: Some(pb_schema(schema)) }),
+        pb::operator::Kind::Input(pb::Input {
+            input_index: index,
+            schema: Some(pb_schema(schema)),
+            kind: pb::InputKind::ArrowStream as i32,
+        }),
         vec![],
     )
 }

@@ -108,8 +108,8 @@ struct Case {
 /// One run: the output (one batch), or the error, after checking that the pool and the spill directory are empty.
 fn run_case(case: &Case, budget: usize, busy: bool) -> Result<RecordBatch, String> {
     let dir = tempfile::tempdir().unwrap();
-    let mut plan = case.plan.clone();
-    plan.config.as_mut().unwrap().spill_dirs = vec![dir.path().to_string_lossy().into_owned()];
+    let plan = case.plan.clone();
+    let task = pb::TaskSettings { spill_dirs: vec![dir.path().to_string_lossy().into_owned()], ..Default::default() };
     let (broker, used): (Arc<dyn MemoryBroker>, Box<dyn Fn() -> usize>) = if busy {
         let b = Arc::new(BusyBroker::new(budget));
         (b.clone(), Box::new(move || b.used.load(std::sync::atomic::Ordering::SeqCst)))
@@ -118,7 +118,7 @@ fn run_case(case: &Case, budget: usize, busy: bool) -> Result<RecordBatch, Strin
         (b.clone(), Box::new(move || b.used()))
     };
     let inputs = case.inputs.iter().map(|(b, s)| reader(b.clone(), s.clone())).collect();
-    let mut p = NativePlan::from_proto(&plan, inputs, broker).map_err(|e| format!("plan: {e}"))?;
+    let mut p = NativePlan::for_task(&plan, &task, inputs, broker).map_err(|e| format!("plan: {e}"))?;
     let schema = p.output_schema().clone();
     let mut out = vec![];
     let mut err = None;

@@ -297,11 +297,11 @@ fn random_bytes_never_panic() {
 fn dropping_a_spilling_plan_mid_stream_returns_memory_and_deletes_spill_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = sort_plan(0);
-    p.config.as_mut().unwrap().spill_dirs = vec![dir.path().to_string_lossy().into_owned()];
+    let task = pb::TaskSettings { spill_dirs: vec![dir.path().to_string_lossy().into_owned()], ..Default::default() };
     p.config.as_mut().unwrap().spill_compression = "lz4".into();
     let inputs: Vec<_> = (0..200).map(|i| batch(4096, i * 4096)).collect();
     let broker = Arc::new(FixedBroker::new(4 << 20));
-    let mut plan = NativePlan::from_proto(&p, vec![reader(inputs, schema())], broker.clone()).unwrap();
+    let mut plan = NativePlan::for_task(&p, &task, vec![reader(inputs, schema())], broker.clone()).unwrap();
     // The first output batch comes after the whole input was sorted and spilled.
     assert!(plan.next_batch().unwrap().is_some());
     assert!(plan.metrics().iter().map(|m| m.spill_count).sum::<u64>() > 0);

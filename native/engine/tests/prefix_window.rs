@@ -1455,10 +1455,9 @@ fn run_spilling_reader(
     stop_after: Option<usize>,
 ) -> SpillRun {
     let dir = tempfile::tempdir().unwrap();
-    let mut plan = plan.clone();
-    plan.config.as_mut().unwrap().spill_dirs = vec![dir.path().to_str().unwrap().to_string()];
+    let task = pb::TaskSettings { spill_dirs: vec![dir.path().to_str().unwrap().to_string()], ..Default::default() };
     let broker = Arc::new(FixedBroker::new(pool));
-    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![input], broker.clone()).unwrap();
+    let mut p = NativePlan::for_task(plan, &task, vec![input], broker.clone()).unwrap();
     let out_schema = p.output_schema().clone();
     let mut out = vec![];
     let mut err = None;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow::array::{Array, StructArray};
 use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow::record_batch::RecordBatch;
 use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
@@ -12,6 +13,7 @@ use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::parquet_scan::{ParquetScanReader, ParquetSplit};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
+use ember_engine::proto::InputKind;
 use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
 use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString};
@@ -149,6 +151,10 @@ struct PlanHandle {
     rows: Vec<u8>,
     /// `rows` holds a batch the JVM's buffer was too small for: the next call writes it.
     rows_pending: bool,
+    /// The rows of the current output batch not yet written by `nextRowsInto`.
+    rows_rest: Option<RecordBatch>,
+    /// `nextRowsInto` writes about this many bytes of rows per call at most (0: a whole batch per call).
+    row_batch_bytes: usize,
 }
 
 fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
@@ -175,16 +181,20 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// Builds a native plan over the task's inputs with memory from `consumer`. Input `i` is either an exported
-/// `ArrowArrayStream` at address `input_streams[i]` (whose ownership moves here), or, when `row_sources[i]` is
-/// not null, an object whose `int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed` (-1 at the end),
-/// decoded here — or, from a `ShuffleBlockSource`, the next Arrow IPC shuffle blocks; a `RangeSource` is a slice of
-/// `spark.range` generated here, a `ParquetSource` the task's Parquet file splits, read here. Returns the plan handle.
+/// Builds a native plan (`plan`: a proto `Plan`, the same for every task) for one task (`task`: a proto
+/// `TaskSettings`, the executor's spill dirs and the task's ids) over the task's inputs with memory from `consumer`.
+/// Input `i` is what the kind of the plan's Input leaf `i` says: an exported `ArrowArrayStream` at address
+/// `input_streams[i]` (whose ownership moves here, `row_sources[i]` null), or the object `row_sources[i]`: an
+/// `UnsafeRowSource` (`int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed`, -1 at the end,
+/// decoded here), a `ShuffleBlockSource` (the same calls, Arrow IPC shuffle blocks), a `RangeSource` (a slice of
+/// `spark.range` generated here), a `ParquetSource` (the task's Parquet file splits, read here). Returns the plan
+/// handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     plan: JByteArray<'l>,
+    task: JByteArray<'l>,
     input_streams: JLongArray<'l>,
     row_sources: JObjectArray<'l>,
     consumer: JObject<'l>,
@@ -199,20 +209,44 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         let proto = ember_engine::proto::Plan::decode(bytes.as_slice())
             .map_err(|e| BridgeError::Invalid(format!("undecodable plan: {e}")))?;
+        let task = env.convert_byte_array(&task)?;
+        let task = ember_engine::proto::TaskSettings::decode(task.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable task settings: {e}")))?;
         let schemas = ember_engine::planner::input_schemas(&proto)?;
+        let kinds = input_kinds(&proto);
+        let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
+        let batch_size = if batch_size == 0 { 8192 } else { batch_size };
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
         for (i, addr) in addrs.into_iter().enumerate() {
+            let kind = kinds
+                .iter()
+                .find(|(idx, _)| *idx == i)
+                .map(|(_, k)| *k)
+                .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+            let kind = InputKind::try_from(kind)
+                .map_err(|_| BridgeError::Invalid(format!("input #{i} of unknown kind {kind}")))?;
             let source = row_sources.get_element(env, i)?;
-            if !source.is_null() {
-                let schema = schemas
-                    .iter()
-                    .find(|(idx, _)| *idx == i)
-                    .map(|(_, s)| s.clone())
-                    .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
-                let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
-                let batch_size = if batch_size == 0 { 8192 } else { batch_size };
-                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/RangeSource"))? {
-                    // A slice of `spark.range`: three numbers, generated here.
+            if kind == InputKind::ArrowStream {
+                if !source.is_null() || addr == 0 {
+                    return Err(BridgeError::Invalid(format!("input #{i} is an Arrow stream, but none was given")));
+                }
+                // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
+                let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
+                    .map_err(|e| BridgeError::Engine(e.into()))?;
+                inputs.push(Box::new(reader));
+                continue;
+            }
+            if source.is_null() {
+                return Err(BridgeError::Invalid(format!("input #{i} is {kind:?}, but no source object was given")));
+            }
+            let schema = schemas
+                .iter()
+                .find(|(idx, _)| *idx == i)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+            match kind {
+                InputKind::Range => {
+                    // A `RangeSource`, a slice of `spark.range`: three numbers, generated here.
                     let mut long = |name: &'static jni::strings::JNIStr| -> BridgeResult<i64> {
                         Ok(env.call_method(&source, name, jni_sig!("()J"), &[])?.j()?)
                     };
@@ -224,10 +258,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let reader = RangeReader::new(schema, first, step, count, batch_size, move || check_alive(&source))
                         .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
-                    continue;
                 }
-                if env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ParquetSource"))? {
-                    // A Parquet scan's file splits, read here.
+                InputKind::Parquet => {
+                    // A `ParquetSource`, a Parquet scan's file splits, read here.
                     let task = env.call_method(&source, jni_str!("task"), jni_sig!("()[B"), &[])?;
                     let task = JByteArray::cast_local(env, task.l()?)?;
                     let task = env.convert_byte_array(&task)?;
@@ -254,34 +287,52 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     )
                     .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
-                    continue;
                 }
-                let blocks =
-                    env.is_instance_of(&source, jni_str!("org/apache/spark/sql/ember/execution/ShuffleBlockSource"))?;
-                let source = env.new_global_ref(&source)?;
-                if blocks {
+                InputKind::ShuffleBlocks => {
+                    // A `ShuffleBlockSource`: Arrow IPC shuffle blocks, decoded here.
+                    let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
-                } else {
+                }
+                InputKind::UnsafeRows => {
+                    // An `UnsafeRowSource`: a Spark child's rows as UnsafeRow bytes, decoded here.
+                    let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(UnsafeRowReader::new(schema, move || next_rows(&source))));
                 }
-                continue;
+                InputKind::ArrowStream => unreachable!("handled above"),
             }
-            if addr == 0 {
-                return Err(BridgeError::Invalid("null input stream".into()));
-            }
-            // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
-            let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
-                .map_err(|e| BridgeError::Engine(e.into()))?;
-            inputs.push(Box::new(reader));
         }
         if consumer.is_null() {
             return Err(BridgeError::Invalid("no memory consumer".into()));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::from_proto(&proto, inputs, broker)?;
-        Ok(Box::into_raw(Box::new(PlanHandle { plan, rows: Vec::new(), rows_pending: false })) as jlong)
+        let plan = NativePlan::for_task(&proto, &task, inputs, broker)?;
+        log::debug!(
+            "native plan for task {} (stage {}, partition {})",
+            task.task_attempt_id,
+            task.stage_id,
+            task.partition_id
+        );
+        let row_batch_bytes = proto.config.as_ref().map_or(0, |c| c.row_batch_bytes);
+        let row_batch_bytes = usize::try_from(row_batch_bytes).unwrap_or(usize::MAX);
+        let handle = PlanHandle { plan, rows: Vec::new(), rows_pending: false, rows_rest: None, row_batch_bytes };
+        Ok(Box::into_raw(Box::new(handle)) as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// The kind of every Input leaf of the plan, by input index.
+fn input_kinds(plan: &ember_engine::proto::Plan) -> Vec<(usize, i32)> {
+    fn walk(op: &ember_engine::proto::Operator, out: &mut Vec<(usize, i32)>) {
+        if let Some(ember_engine::proto::operator::Kind::Input(input)) = &op.kind {
+            out.push((input.input_index as usize, input.kind));
+        }
+        op.children.iter().for_each(|c| walk(c, out));
+    }
+    let mut out = vec![];
+    if let Some(root) = &plan.root {
+        walk(root, &mut out);
+    }
+    out
 }
 
 /// Runs `call` against a JVM input source on this (task) thread, in a local frame of its own: a plan may call
@@ -366,8 +417,10 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
 
 /// Writes the next batch as Spark `UnsafeRow`s (`ember_engine::unsafe_row`: each row preceded by its size) into
 /// `buffer`, a Java byte array the caller reuses from batch to batch (no new array, zeroed and collected, per
-/// batch). Returns the bytes written; -1 at the end; or, when `buffer` is too small, minus the size it needs: the
-/// rows stay pending, and the next call (with a bigger buffer) writes them. Spark's row operators read the rows in
+/// batch), rows until they reach `ExecConfig.row_batch_bytes` per call (at least one row: a call holds at most
+/// about that many bytes plus one row; a batch with more is written over several calls). Returns the bytes
+/// written; -1 at the end; or, when `buffer` is too small, minus the size it needs: the rows stay pending, and
+/// the next call (with a bigger buffer) writes them. Spark's row operators read the rows in
 /// place, with no per-value call through Arrow Java.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
@@ -379,14 +432,19 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
     env.with_env(|env| -> BridgeResult<jlong> {
         let h = handle(ptr)?;
         if !h.rows_pending {
-            let Some(batch) = h.plan.next_batch()? else {
-                return Ok(-1);
+            let batch = match h.rows_rest.take() {
+                Some(rest) => rest,
+                None => match h.plan.next_batch()? {
+                    Some(batch) => batch,
+                    None => return Ok(-1),
+                },
             };
             h.rows.clear();
-            ember_engine::unsafe_row::write_rows(&batch, &mut h.rows)?;
+            let (written, rest) = write_rows_bounded(&batch, &mut h.rows, h.row_batch_bytes)?;
+            h.rows_rest = rest;
             if h.rows.len() > i32::MAX as usize - 16 {
                 return Err(BridgeError::Invalid(format!(
-                    "a batch of {} bytes of rows does not fit a Java array: lower spark.ember.batchSize",
+                    "{written} row(s) of {} bytes do not fit a Java array: lower spark.ember.rowBatch.maxBytes",
                     h.rows.len()
                 )));
             }
@@ -401,13 +459,39 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
         // Safety: u8 and i8 have the same size and alignment; the slice covers exactly `h.rows`.
         let signed = unsafe { std::slice::from_raw_parts(h.rows.as_ptr() as *const i8, len) };
         buffer.set_region(env, 0, signed)?;
-        // Keep the native buffer's capacity for the next batch, but not a huge one.
-        if h.rows.capacity() > 64 << 20 {
+        // Keep the native buffer's capacity for the next batch, but not one a huge row grew it to.
+        let keep = if h.row_batch_bytes == 0 { 64 << 20 } else { h.row_batch_bytes.saturating_mul(2).max(1 << 20) };
+        if h.rows.capacity() > keep {
             h.rows = Vec::new();
         }
         Ok(len as jlong)
     })
     .resolve::<ThrowEmberException>()
+}
+
+/// Appends `batch`'s rows to `out` as `unsafe_row::write_rows` does, but only until `out` holds `max_bytes`
+/// (0: no bound), at least one row: slices of as many rows as the bytes per row seen so far say fit in the room
+/// left. Returns the rows written and the batch's unwritten rest.
+fn write_rows_bounded(
+    batch: &RecordBatch,
+    out: &mut Vec<u8>,
+    max_bytes: usize,
+) -> datafusion_common::Result<(usize, Option<RecordBatch>)> {
+    let rows = batch.num_rows();
+    if max_bytes == 0 {
+        return Ok((ember_engine::unsafe_row::write_rows(batch, out)?, None));
+    }
+    // A first guess from the batch's buffers (too high for slices of bigger buffers: smaller first cuts).
+    let mut per_row = (batch.get_array_memory_size() / rows.max(1)).max(8);
+    let mut at = 0;
+    while at < rows && out.len() < max_bytes {
+        let take = ((max_bytes - out.len()) / per_row).clamp(1, rows - at);
+        let before = out.len();
+        ember_engine::unsafe_row::write_rows(&batch.slice(at, take), out)?;
+        at += take;
+        per_row = ((out.len() - before) / take).max(8);
+    }
+    Ok((at, (at < rows).then(|| batch.slice(at, rows - at))))
 }
 
 /// Per operator: [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
@@ -540,4 +624,47 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_planSupport<'l>(
         }
     })
     .resolve::<ThrowEmberException>()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    /// 100 rows of 1 to 4 KB strings, written 10 000 bytes at a time: every call stops once past the bound (at
+    /// most one row over it), and the calls together write exactly what one unbounded write does.
+    #[test]
+    fn write_rows_bounded_cuts_a_batch_by_bytes() {
+        let schema =
+            Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
+        let strings: StringArray = (0..100).map(|i| Some("x".repeat(1000 * (1 + i % 4)))).collect();
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(0..100)), Arc::new(strings)])
+                .unwrap();
+        let mut whole = Vec::new();
+        ember_engine::unsafe_row::write_rows(&batch, &mut whole).unwrap();
+
+        let (max, largest_row) = (10_000, 8 + 8 + 16 + 4000);
+        let mut written = Vec::new();
+        let (mut rest, mut calls, mut rows) = (Some(batch), 0, 0);
+        while let Some(b) = rest.take() {
+            let mut out = Vec::new();
+            let (n, r) = write_rows_bounded(&b, &mut out, max).unwrap();
+            assert!(n >= 1 && out.len() < max + largest_row, "{} bytes in {n} rows", out.len());
+            if r.is_some() {
+                assert!(out.len() >= max, "stopped early: {} bytes", out.len());
+            }
+            written.extend_from_slice(&out);
+            rows += n;
+            calls += 1;
+            rest = r;
+        }
+        assert_eq!(rows, 100);
+        assert!(calls >= 20, "{calls} calls");
+        assert_eq!(written, whole);
+    }
 }

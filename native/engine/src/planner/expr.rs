@@ -1,6 +1,7 @@
 //! Proto expressions → DataFusion physical expressions with Spark's semantics.
 use std::sync::Arc;
 
+use arithmetic::Op;
 use arrow::datatypes::Schema;
 use datafusion_common::Result;
 use datafusion_expr::Operator;
@@ -9,6 +10,7 @@ use datafusion_physical_expr::expressions::{
 };
 use datafusion_physical_expr::PhysicalExpr;
 use ember_proto as pb;
+use pb::expr::Kind;
 
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
@@ -16,7 +18,6 @@ use crate::expressions::{
     arithmetic, cast, CoalesceExpr, HashExpr, HashFunction, LazyLogicalExpr, LogicalOp, MakeDecimalExpr, Mode,
     NormalizeFloatExpr, QueryContextExpr, UnscaledValueExpr,
 };
-use arithmetic::Op;
 
 pub type PhysicalExprRef = Arc<dyn PhysicalExpr>;
 
@@ -27,189 +28,215 @@ fn child(e: &Option<Box<pb::Expr>>, schema: &Schema, what: &str) -> Result<Physi
     }
 }
 
+/// Dispatches to one small function per kind: the recursion (one `create_expr` and one kind's function per
+/// level of nesting) then needs little stack per level even in a debug build, where one function holding every
+/// kind's locals took about 16 KiB per level (`tests/deep_expressions.rs`).
 pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
-    use pb::expr::Kind;
     let kind = expr.kind.as_ref().ok_or_else(|| plan_error("expression kind not set"))?;
-    Ok(match kind {
-        Kind::Column(c) => {
-            let idx = c.index as usize;
-            let field = schema.fields().get(idx).ok_or_else(|| {
-                plan_error(format!("column #{idx} of an input with {} columns", schema.fields().len()))
-            })?;
-            let expected = required_type(&c.r#type)?;
-            if field.data_type() != &expected {
-                return Err(plan_error(format!(
-                    "column #{idx} is {} in the input but {expected} in the plan",
-                    field.data_type()
-                )));
+    match kind {
+        Kind::Column(c) => column_expr(c, schema),
+        Kind::Literal(l) => Ok(Arc::new(Literal::new(to_scalar(l)?))),
+        Kind::Comparison(c) => comparison_expr(c, schema),
+        Kind::And(a) => and_expr(a, schema),
+        Kind::Or(o) => or_expr(o, schema),
+        Kind::Not(n) => not_expr(n, schema),
+        Kind::IsNull(n) => is_null_expr(n, schema),
+        Kind::IsNotNull(n) => is_not_null_expr(n, schema),
+        Kind::In(i) => in_expr(i, schema),
+        Kind::CaseWhen(c) => case_when_expr(c, schema),
+        Kind::Coalesce(c) => coalesce_expr(c, schema),
+        Kind::Hash(h) => hash_expr(h, schema),
+        Kind::Arithmetic(a) => arithmetic_expr(a, schema),
+        Kind::UnaryMinus(u) => unary_minus_expr(u, schema),
+        Kind::UnscaledValue(u) => unscaled_value_expr(u, schema),
+        Kind::MakeDecimal(m) => make_decimal_expr(m, schema),
+        Kind::NormalizeFloat(n) => normalize_float_expr(n, schema),
+        Kind::Cast(c) => cast_expr(c, schema),
+    }
+}
+
+fn column_expr(c: &pb::ColumnRef, schema: &Schema) -> Result<PhysicalExprRef> {
+    let idx = c.index as usize;
+    let field = schema
+        .fields()
+        .get(idx)
+        .ok_or_else(|| plan_error(format!("column #{idx} of an input with {} columns", schema.fields().len())))?;
+    let expected = required_type(&c.r#type)?;
+    if field.data_type() != &expected {
+        return Err(plan_error(format!(
+            "column #{idx} is {} in the input but {expected} in the plan",
+            field.data_type()
+        )));
+    }
+    Ok(Arc::new(Column::new(field.name(), idx)))
+}
+
+fn comparison_expr(c: &pb::Comparison, schema: &Schema) -> Result<PhysicalExprRef> {
+    let op = pb::CmpOp::try_from(c.op).map_err(|_| plan_error("unknown comparison"))?;
+    let l = NormalizeFloatExpr::wrap_if_float(child(&c.left, schema, "comparison")?, schema)?;
+    let r = NormalizeFloatExpr::wrap_if_float(child(&c.right, schema, "comparison")?, schema)?;
+    let (lt, rt) = (l.data_type(schema)?, r.data_type(schema)?);
+    if lt != rt {
+        return Err(plan_error(format!("comparison of {lt} with {rt}")));
+    }
+    let op = match op {
+        pb::CmpOp::Eq => Operator::Eq,
+        pb::CmpOp::NotEq => Operator::NotEq,
+        pb::CmpOp::Lt => Operator::Lt,
+        pb::CmpOp::LtEq => Operator::LtEq,
+        pb::CmpOp::Gt => Operator::Gt,
+        pb::CmpOp::GtEq => Operator::GtEq,
+        pb::CmpOp::EqNullSafe => Operator::IsNotDistinctFrom,
+    };
+    Ok(Arc::new(BinaryExpr::new(l, op, r)))
+}
+
+fn and_expr(a: &pb::And, schema: &Schema) -> Result<PhysicalExprRef> {
+    Ok(Arc::new(LazyLogicalExpr::new(
+        LogicalOp::And,
+        boolean(child(&a.left, schema, "AND")?, schema)?,
+        boolean(child(&a.right, schema, "AND")?, schema)?,
+    )))
+}
+
+fn or_expr(o: &pb::Or, schema: &Schema) -> Result<PhysicalExprRef> {
+    Ok(Arc::new(LazyLogicalExpr::new(
+        LogicalOp::Or,
+        boolean(child(&o.left, schema, "OR")?, schema)?,
+        boolean(child(&o.right, schema, "OR")?, schema)?,
+    )))
+}
+
+fn not_expr(n: &pb::Not, schema: &Schema) -> Result<PhysicalExprRef> {
+    Ok(Arc::new(NotExpr::new(boolean(child(&n.child, schema, "NOT")?, schema)?)))
+}
+
+fn is_null_expr(n: &pb::IsNull, schema: &Schema) -> Result<PhysicalExprRef> {
+    Ok(Arc::new(IsNullExpr::new(child(&n.child, schema, "IS NULL")?)))
+}
+
+fn is_not_null_expr(n: &pb::IsNotNull, schema: &Schema) -> Result<PhysicalExprRef> {
+    Ok(Arc::new(IsNotNullExpr::new(child(&n.child, schema, "IS NOT NULL")?)))
+}
+
+fn in_expr(i: &pb::In, schema: &Schema) -> Result<PhysicalExprRef> {
+    let value = NormalizeFloatExpr::wrap_if_float(child(&i.value, schema, "IN")?, schema)?;
+    let vt = value.data_type(schema)?;
+    let list = i
+        .list
+        .iter()
+        .map(|e| {
+            if !matches!(e.kind, Some(Kind::Literal(_))) {
+                return Err(plan_error("IN list items must be literals"));
             }
-            Arc::new(Column::new(field.name(), idx))
-        }
-        Kind::Literal(l) => Arc::new(Literal::new(to_scalar(l)?)),
-        Kind::Comparison(c) => {
-            let op = pb::CmpOp::try_from(c.op).map_err(|_| plan_error("unknown comparison"))?;
-            let l = NormalizeFloatExpr::wrap_if_float(child(&c.left, schema, "comparison")?, schema)?;
-            let r = NormalizeFloatExpr::wrap_if_float(child(&c.right, schema, "comparison")?, schema)?;
-            let (lt, rt) = (l.data_type(schema)?, r.data_type(schema)?);
-            if lt != rt {
-                return Err(plan_error(format!("comparison of {lt} with {rt}")));
+            let item = NormalizeFloatExpr::wrap_if_float(create_expr(e, schema)?, schema)?;
+            let it = item.data_type(schema)?;
+            if it != vt && it != arrow::datatypes::DataType::Null {
+                return Err(plan_error(format!("IN list item of type {it} for a value of type {vt}")));
             }
-            let op = match op {
-                pb::CmpOp::Eq => Operator::Eq,
-                pb::CmpOp::NotEq => Operator::NotEq,
-                pb::CmpOp::Lt => Operator::Lt,
-                pb::CmpOp::LtEq => Operator::LtEq,
-                pb::CmpOp::Gt => Operator::Gt,
-                pb::CmpOp::GtEq => Operator::GtEq,
-                pb::CmpOp::EqNullSafe => Operator::IsNotDistinctFrom,
-            };
-            Arc::new(BinaryExpr::new(l, op, r))
-        }
-        Kind::And(a) => Arc::new(LazyLogicalExpr::new(
-            LogicalOp::And,
-            boolean(child(&a.left, schema, "AND")?, schema)?,
-            boolean(child(&a.right, schema, "AND")?, schema)?,
-        )),
-        Kind::Or(o) => Arc::new(LazyLogicalExpr::new(
-            LogicalOp::Or,
-            boolean(child(&o.left, schema, "OR")?, schema)?,
-            boolean(child(&o.right, schema, "OR")?, schema)?,
-        )),
-        Kind::Not(n) => Arc::new(NotExpr::new(boolean(child(&n.child, schema, "NOT")?, schema)?)),
-        Kind::IsNull(n) => Arc::new(IsNullExpr::new(child(&n.child, schema, "IS NULL")?)),
-        Kind::IsNotNull(n) => Arc::new(IsNotNullExpr::new(child(&n.child, schema, "IS NOT NULL")?)),
-        Kind::In(i) => {
-            let value = NormalizeFloatExpr::wrap_if_float(child(&i.value, schema, "IN")?, schema)?;
-            let vt = value.data_type(schema)?;
-            let list = i
-                .list
-                .iter()
-                .map(|e| {
-                    if !matches!(e.kind, Some(Kind::Literal(_))) {
-                        return Err(plan_error("IN list items must be literals"));
-                    }
-                    let item = NormalizeFloatExpr::wrap_if_float(create_expr(e, schema)?, schema)?;
-                    let it = item.data_type(schema)?;
-                    if it != vt && it != arrow::datatypes::DataType::Null {
-                        return Err(plan_error(format!("IN list item of type {it} for a value of type {vt}")));
-                    }
-                    Ok(item)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Arc::new(InListExpr::try_new(value, list, false, schema)?)
-        }
-        Kind::CaseWhen(c) => {
-            if c.when.len() != c.then.len() || c.when.is_empty() {
-                return Err(plan_error("CASE WHEN needs as many THEN as WHEN branches, at least one"));
-            }
-            let result_type = required_type(&c.result_type)?;
-            let when_then = c
-                .when
-                .iter()
-                .zip(&c.then)
-                .map(|(w, t)| Ok((boolean(create_expr(w, schema)?, schema)?, create_expr(t, schema)?)))
-                .collect::<Result<Vec<_>>>()?;
-            let else_expr = c.else_expr.as_ref().map(|e| create_expr(e, schema)).transpose()?;
-            for (_, t) in &when_then {
-                check_type(t, &result_type, schema, "CASE branch")?;
-            }
-            if let Some(e) = &else_expr {
-                check_type(e, &result_type, schema, "CASE ELSE")?;
-            }
-            Arc::new(CaseExpr::try_new(None, when_then, else_expr)?)
-        }
-        Kind::Coalesce(c) => {
-            if c.children.is_empty() {
-                return Err(plan_error("COALESCE without arguments"));
-            }
-            let result_type = required_type(&c.result_type)?;
-            let args = c.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
-            for a in &args {
-                check_type(a, &result_type, schema, "COALESCE argument")?;
-            }
-            Arc::new(CoalesceExpr::new(args, result_type))
-        }
-        Kind::Hash(h) => {
-            let function = match pb::HashFunction::try_from(h.function) {
-                Ok(pb::HashFunction::Murmur3) => HashFunction::Murmur3 {
-                    seed: i32::try_from(h.seed).map_err(|_| plan_error(format!("murmur3 seed {}", h.seed)))?,
-                },
-                Ok(pb::HashFunction::Xxhash64) => HashFunction::XxHash64 { seed: h.seed },
-                Err(_) => return Err(plan_error("unknown hash function")),
-            };
-            let args = h.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
-            Arc::new(HashExpr::try_new(function, args, schema)?)
-        }
-        Kind::Arithmetic(a) => {
-            let op = arith_op(a.op)?;
-            let mode = eval_mode(a.eval_mode)?;
-            let l = child(&a.left, schema, "arithmetic")?;
-            let r = child(&a.right, schema, "arithmetic")?;
-            let e = arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?;
-            // Spark's BINARY_ARITHMETIC_OVERFLOW (TINYINT/SMALLINT) has no query context.
-            QueryContextExpr::wrap(e, a.query_context, &["BINARY_ARITHMETIC_OVERFLOW"])
-        }
-        Kind::UnaryMinus(u) => {
-            let mode = eval_mode(u.eval_mode)?;
-            let e = arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?;
-            QueryContextExpr::wrap(e, u.query_context, &[])
-        }
-        Kind::UnscaledValue(u) => {
-            let c = child(&u.child, schema, "UnscaledValue")?;
-            match c.data_type(schema)? {
-                arrow::datatypes::DataType::Decimal128(p, _) if p <= 18 => Arc::new(UnscaledValueExpr::new(c)),
-                t => return Err(plan_error(format!("UnscaledValue of {t}"))),
-            }
-        }
-        Kind::MakeDecimal(m) => {
-            let c = child(&m.child, schema, "MakeDecimal")?;
-            if c.data_type(schema)? != arrow::datatypes::DataType::Int64 || !(1..=38).contains(&m.precision) {
-                return Err(plan_error(format!(
-                    "MakeDecimal({}, {}) of {}",
-                    m.precision,
-                    m.scale,
-                    c.data_type(schema)?
-                )));
-            }
-            Arc::new(MakeDecimalExpr::new(c, m.precision as u8, m.scale as i8, m.null_on_overflow))
-        }
-        Kind::NormalizeFloat(n) => {
-            let c = child(&n.child, schema, "NormalizeNaNAndZero")?;
-            match c.data_type(schema)? {
-                arrow::datatypes::DataType::Float32 | arrow::datatypes::DataType::Float64 => {
-                    Arc::new(NormalizeFloatExpr::new(c))
-                }
-                t => return Err(plan_error(format!("NormalizeNaNAndZero of {t}"))),
-            }
-        }
-        Kind::Cast(c) => {
-            let mode = eval_mode(c.eval_mode)?;
-            let to = required_type(&c.to)?;
-            let e = cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?;
-            // Spark raises these two from a cast without its query context.
-            QueryContextExpr::wrap(e, c.query_context, &["CAST_OVERFLOW", "NUMERIC_OUT_OF_SUPPORTED_RANGE"])
-        }
+            Ok(item)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(InListExpr::try_new(value, list, false, schema)?))
+}
+
+fn case_when_expr(c: &pb::CaseWhen, schema: &Schema) -> Result<PhysicalExprRef> {
+    if c.when.len() != c.then.len() || c.when.is_empty() {
+        return Err(plan_error("CASE WHEN needs as many THEN as WHEN branches, at least one"));
+    }
+    let result_type = required_type(&c.result_type)?;
+    let when_then = c
+        .when
+        .iter()
+        .zip(&c.then)
+        .map(|(w, t)| Ok((boolean(create_expr(w, schema)?, schema)?, create_expr(t, schema)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let else_expr = c.else_expr.as_ref().map(|e| create_expr(e, schema)).transpose()?;
+    for (_, t) in &when_then {
+        check_type(t, &result_type, schema, "CASE branch")?;
+    }
+    if let Some(e) = &else_expr {
+        check_type(e, &result_type, schema, "CASE ELSE")?;
+    }
+    Ok(Arc::new(CaseExpr::try_new(None, when_then, else_expr)?))
+}
+
+fn coalesce_expr(c: &pb::Coalesce, schema: &Schema) -> Result<PhysicalExprRef> {
+    if c.children.is_empty() {
+        return Err(plan_error("COALESCE without arguments"));
+    }
+    let result_type = required_type(&c.result_type)?;
+    let args = c.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
+    for a in &args {
+        check_type(a, &result_type, schema, "COALESCE argument")?;
+    }
+    Ok(Arc::new(CoalesceExpr::new(args, result_type)))
+}
+
+fn hash_expr(h: &pb::Hash, schema: &Schema) -> Result<PhysicalExprRef> {
+    let function = match pb::HashFunction::try_from(h.function) {
+        Ok(pb::HashFunction::Murmur3) => HashFunction::Murmur3 {
+            seed: i32::try_from(h.seed).map_err(|_| plan_error(format!("murmur3 seed {}", h.seed)))?,
+        },
+        Ok(pb::HashFunction::Xxhash64) => HashFunction::XxHash64 { seed: h.seed },
+        Err(_) => return Err(plan_error("unknown hash function")),
+    };
+    let args = h.children.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(HashExpr::try_new(function, args, schema)?))
+}
+
+fn arithmetic_expr(a: &pb::Arithmetic, schema: &Schema) -> Result<PhysicalExprRef> {
+    let op = arith_op(a.op)?;
+    let mode = eval_mode(a.eval_mode)?;
+    let l = child(&a.left, schema, "arithmetic")?;
+    let r = child(&a.right, schema, "arithmetic")?;
+    let e = arithmetic::create(op, l, r, required_type(&a.result_type)?, mode, schema)?;
+    Ok(
+        // Spark's BINARY_ARITHMETIC_OVERFLOW (TINYINT/SMALLINT) has no query context.
+        QueryContextExpr::wrap(e, a.query_context, &["BINARY_ARITHMETIC_OVERFLOW"]),
+    )
+}
+
+fn unary_minus_expr(u: &pb::UnaryMinus, schema: &Schema) -> Result<PhysicalExprRef> {
+    let mode = eval_mode(u.eval_mode)?;
+    let e = arithmetic::create_negate(child(&u.child, schema, "unary minus")?, mode, schema)?;
+    Ok(QueryContextExpr::wrap(e, u.query_context, &[]))
+}
+
+fn unscaled_value_expr(u: &pb::UnscaledValue, schema: &Schema) -> Result<PhysicalExprRef> {
+    let c = child(&u.child, schema, "UnscaledValue")?;
+    Ok(match c.data_type(schema)? {
+        arrow::datatypes::DataType::Decimal128(p, _) if p <= 18 => Arc::new(UnscaledValueExpr::new(c)),
+        t => return Err(plan_error(format!("UnscaledValue of {t}"))),
     })
 }
 
-/// Spark's `EvalMode` from its proto value.
-pub fn eval_mode(m: i32) -> Result<Mode> {
-    Ok(match pb::EvalMode::try_from(m).map_err(|_| plan_error(format!("unknown eval mode {m}")))? {
-        pb::EvalMode::Legacy => Mode::Legacy,
-        pb::EvalMode::Ansi => Mode::Ansi,
-        pb::EvalMode::Try => Mode::Try,
+fn make_decimal_expr(m: &pb::MakeDecimal, schema: &Schema) -> Result<PhysicalExprRef> {
+    let c = child(&m.child, schema, "MakeDecimal")?;
+    if c.data_type(schema)? != arrow::datatypes::DataType::Int64 || !(1..=38).contains(&m.precision) {
+        return Err(plan_error(format!("MakeDecimal({}, {}) of {}", m.precision, m.scale, c.data_type(schema)?)));
+    }
+    Ok(Arc::new(MakeDecimalExpr::new(c, m.precision as u8, m.scale as i8, m.null_on_overflow)))
+}
+
+fn normalize_float_expr(n: &pb::NormalizeFloat, schema: &Schema) -> Result<PhysicalExprRef> {
+    let c = child(&n.child, schema, "NormalizeNaNAndZero")?;
+    Ok(match c.data_type(schema)? {
+        arrow::datatypes::DataType::Float32 | arrow::datatypes::DataType::Float64 => {
+            Arc::new(NormalizeFloatExpr::new(c))
+        }
+        t => return Err(plan_error(format!("NormalizeNaNAndZero of {t}"))),
     })
 }
 
-fn arith_op(o: i32) -> Result<Op> {
-    Ok(match pb::ArithOp::try_from(o).map_err(|_| plan_error(format!("unknown arithmetic operator {o}")))? {
-        pb::ArithOp::Add => Op::Add,
-        pb::ArithOp::Subtract => Op::Sub,
-        pb::ArithOp::Multiply => Op::Mul,
-        pb::ArithOp::Divide => Op::Div,
-        pb::ArithOp::Remainder => Op::Rem,
-        pb::ArithOp::IntegralDivide => Op::IntDiv,
-    })
+fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {
+    let mode = eval_mode(c.eval_mode)?;
+    let to = required_type(&c.to)?;
+    let e = cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?;
+    Ok(
+        // Spark raises these two from a cast without its query context.
+        QueryContextExpr::wrap(e, c.query_context, &["CAST_OVERFLOW", "NUMERIC_OUT_OF_SUPPORTED_RANGE"]),
+    )
 }
 
 fn boolean(e: PhysicalExprRef, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -258,4 +285,24 @@ mod tests {
         assert!(out.is_null(2));
         assert_eq!(out.value(3), 1.5);
     }
+}
+
+/// Spark's `EvalMode` from its proto value.
+pub fn eval_mode(m: i32) -> Result<Mode> {
+    Ok(match pb::EvalMode::try_from(m).map_err(|_| plan_error(format!("unknown eval mode {m}")))? {
+        pb::EvalMode::Legacy => Mode::Legacy,
+        pb::EvalMode::Ansi => Mode::Ansi,
+        pb::EvalMode::Try => Mode::Try,
+    })
+}
+
+fn arith_op(o: i32) -> Result<Op> {
+    Ok(match pb::ArithOp::try_from(o).map_err(|_| plan_error(format!("unknown arithmetic operator {o}")))? {
+        pb::ArithOp::Add => Op::Add,
+        pb::ArithOp::Subtract => Op::Sub,
+        pb::ArithOp::Multiply => Op::Mul,
+        pb::ArithOp::Divide => Op::Div,
+        pb::ArithOp::Remainder => Op::Rem,
+        pb::ArithOp::IntegralDivide => Op::IntDiv,
+    })
 }

@@ -254,6 +254,16 @@ object EmberConf {
     "Rows per Arrow batch between Spark and the native engine, and inside it."
   )
 
+  val ROW_BATCH_BYTES: Entry[Long] = long(
+    "spark.ember.rowBatch.maxBytes",
+    default = 16L << 20,
+    "Rows that cross between Spark and a native block as UnsafeRow bytes (a Spark child's rows into the engine, " +
+      "a native block's rows back to Spark) are handed over in buffers of about this many bytes at most: a " +
+      "buffer takes rows until it holds this many bytes (or spark.ember.batchSize rows), so wide rows make " +
+      "batches of fewer rows instead of one huge Java array. A single row larger than this still crosses " +
+      "alone, and the buffer shrinks back after it. Same results; lower it when rows are megabytes wide."
+  )
+
   val SPILL_COMPRESSION: Entry[String] = string(
     "spark.ember.spill.compression",
     default = "lz4",
@@ -337,6 +347,15 @@ object EmberConf {
     "spark.ember.spillingHashJoin.bucketBits",
     default = 4,
     "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
+  )
+
+  val EXPRESSION_MAX_DEPTH: Entry[Long] = long(
+    "spark.ember.expression.maxDepth",
+    default = 64,
+    "Deepest expression (levels of nested function calls, operators, CASE WHENs; a chain of ANDs or ORs counts " +
+      "as a balanced tree of them, depth log2 of its length) an operator runs natively with. Native code " +
+      "recurses once per level on the Spark task thread's stack, so an operator with a deeper expression stays " +
+      "in Spark, and explain names this key as the reason. Raise it only with bigger task thread stacks."
   )
 
   val NATIVE_LOG_LEVEL: Entry[String] = string(

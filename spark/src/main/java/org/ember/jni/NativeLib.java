@@ -68,14 +68,15 @@ public final class NativeLib {
   public static native void initLogging(String level, String configFile);
 
   /**
-   * Builds the native plan for one task. Input i is {@code rowSources[i]} when not null (an object with
+   * Builds the native plan for one task: {@code plan} is a proto Plan (built on the driver, the same for every
+   * task), {@code task} a proto TaskSettings (this executor's spill dirs, the task's ids). Input i is {@code rowSources[i]} when not null (an object with
    * {@code int nextRows()} packing UnsafeRows, each preceded by its size, into {@code byte[] packed()}; -1 at the
    * end), else the exported
    * ArrowArrayStream at address {@code inputStreams[i]}, whose ownership moves to the native side; {@code memoryConsumer} has {@code long acquire(long)} and
    * {@code void release(long)}. Returns a handle for the other calls.
    */
   public static native long createPlan(
-      byte[] plan, long[] inputStreams, Object[] rowSources, Object memoryConsumer);
+      byte[] plan, byte[] task, long[] inputStreams, Object[] rowSources, Object memoryConsumer);
 
   /** Exports the next batch into the given C structs; returns its row count, or -1 at the end. */
   public static native long nextBatch(long handle, long arrayAddress, long schemaAddress);

@@ -99,7 +99,7 @@ class EmberRowConversionSuite extends EmberQueryTest {
     val project = UnsafeProjection.create(schema)
     val expected = generic.map(r => project(r).getBytes.toSeq)
     for (rows <- Seq(generic, generic.map(r => project(r).copy()))) {
-      val source = new UnsafeRowSource(rows.iterator, schema, 64)
+      val source = new UnsafeRowSource(rows.iterator, schema, 64, Long.MaxValue)
       val packed = Iterator
         .continually(source.nextRows())
         .takeWhile(_ >= 0)
@@ -117,6 +117,65 @@ class EmberRowConversionSuite extends EmberQueryTest {
         out
       }
       assert(unpacked == expected)
+    }
+  }
+
+  test("rows in: UnsafeRowSource cuts its buffers at spark.ember.rowBatch.maxBytes, plus at most one row") {
+    val schema = new org.apache.spark.sql.types.StructType().add("s", "string")
+    val project = UnsafeProjection.create(schema)
+    def row(bytes: Int): UnsafeRow =
+      project(InternalRow(org.apache.spark.unsafe.types.UTF8String.fromString("x" * bytes))).copy()
+    val cap = 64 << 10
+    // 40 rows of ~10 KB, one of 1 MB, 40 more of ~10 KB.
+    val sizes = Seq.fill(40)(10000) ++ Seq(1 << 20) ++ Seq.fill(40)(10000)
+    val rows = sizes.map(row)
+    val source = new UnsafeRowSource(rows.iterator, schema, 8192, cap)
+    val calls = scala.collection.mutable.ArrayBuffer.empty[(Int, Int, Int)] // (bytes, rows, buffer length)
+    var n = source.nextRows()
+    while (n >= 0) {
+      var pos = 0
+      var count = 0
+      var largest = 0
+      while (pos < n) {
+        val size = Platform.getLong(source.packed, Platform.BYTE_ARRAY_OFFSET + pos).toInt
+        largest = math.max(largest, size)
+        pos += 8 + size
+        count += 1
+      }
+      assert(pos == n)
+      // Under the cap before its last row: the cap plus at most one row.
+      assert(n - (8 + largest) < cap, s"a call packed $n bytes in $count rows")
+      calls += ((n, count, source.packed.length))
+      n = source.nextRows()
+    }
+    assert(calls.map(_._2).sum == rows.size)
+    assert(calls.size > 10, s"expected the rows cut into many buffers: $calls")
+    // The 1 MB row ends its call (the cap is reached); the buffer it grew is dropped at the next call.
+    val huge = calls.indexWhere(_._1 > (1 << 20))
+    assert(huge >= 0 && calls(huge)._3 > (1 << 20), s"$calls")
+    assert(calls(huge + 1)._3 <= 2 * cap, s"buffer not shrunk after the huge row: ${calls(huge + 1)}")
+  }
+
+  test("rows of 1 MB strings with a 64 KiB spark.ember.rowBatch.maxBytes: native aggregate and sort") {
+    withSQLConf(
+      "spark.ember.rowBatch.maxBytes" -> (64 << 10).toString,
+      // The rows reach the native block from Spark's own project (rows in, as UnsafeRow bytes).
+      "spark.ember.exec.range.enabled" -> "false",
+      "spark.ember.exec.project.enabled" -> "false"
+    ) {
+      def wide = spark
+        .range(0, 48, 1, 2)
+        .select(
+          col("id"),
+          (col("id") % 5).as("k"),
+          concat(col("id").cast("string"), expr("repeat('ab', 512 * 1024)")).as("s")
+        )
+      // Grouped by the wide string itself: 1 MB rows into the native aggregate and back out of it.
+      checkSparkAnswerAndNative(
+        wide.groupBy("s").agg(count(lit(1)).as("n"), sum("id").as("t")),
+        Seq(cls[EmberHashAggregateExec])
+      )
+      checkSparkAnswerAndNative(wide.orderBy(col("s").desc), Seq(cls[EmberSortExec]), ordered = true)
     }
   }
 

@@ -208,6 +208,7 @@ object EmberBlock {
       .setSessionTimezone(tz)
       .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
       .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
+      .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
     Built(
       proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
       inputs.toSeq,
@@ -215,40 +216,71 @@ object EmberBlock {
     )
   }
 
+  /** `plan` with `kinds(i)` as the kind of its Input leaf `i`. */
+  private def withInputKinds(plan: proto.Plan, kinds: Seq[proto.InputKind]): proto.Plan = {
+    def set(op: proto.Operator): proto.Operator =
+      if (op.hasInput) {
+        op.toBuilder.setInput(op.getInput.toBuilder.setKind(kinds(op.getInput.getInputIndex))).build()
+      } else {
+        val b = op.toBuilder.clearChildren()
+        op.getChildrenList.asScala.foreach(c => b.addChildren(set(c)))
+        b.build()
+      }
+    plan.toBuilder.setRoot(set(plan.getRoot)).build()
+  }
+
   def execute(top: EmberExec): RDD[ColumnarBatch] = run(top)(identity)
 
   /** The block's output as Spark `UnsafeRow`s, written natively (see [[EmberColumnarToRowExec]]). */
   def executeRows(top: EmberExec, numOutputRows: SQLMetric): RDD[InternalRow] = {
     val fields = top.output.size
-    run(top)(plan => new NativeRowIterator(plan, fields, numOutputRows))
+    val maxBytes = math.max(1L, EmberConf.ROW_BATCH_BYTES.get())
+    run(top)(plan => new NativeRowIterator(plan, fields, numOutputRows, maxBytes))
   }
 
   private def run[T: ClassTag](top: EmberExec)(output: NativePlanIterator => Iterator[T]): RDD[T] = {
     val built = build(top)
-    val planBytes = built.plan.toByteArray
     val metrics = built.nodes.map(_.metrics)
     val batchSize = EmberConf.BATCH_SIZE.get().toInt
+    val rowBatchBytes = math.max(1L, EmberConf.ROW_BATCH_BYTES.get())
     val nativeRowInput = EmberConf.NATIVE_ROW_TO_COLUMNAR.get()
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
     val queryContexts = QueryContexts.of(built.nodes)
     val nativeRange = EmberConf.EXEC_RANGE.get()
-    val rdds: Seq[RDD[InputIterator]] = built.inputs.map { in =>
+    // Each input's RDD and how it reaches the native side (the Input leaf's kind, which the bridge follows).
+    val (rdds, kinds) = built.inputs.map { in =>
       in.child match {
-        case r: RangeExec if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
-        case WholeStageCodegenExec(r: RangeExec) if nativeRange => RangeSlices.rdd(r, in.metrics("rangeRows"))
+        case r: RangeExec if nativeRange =>
+          (RangeSlices.rdd(r, in.metrics("rangeRows")), proto.InputKind.INPUT_KIND_RANGE)
+        case WholeStageCodegenExec(r: RangeExec) if nativeRange =>
+          (RangeSlices.rdd(r, in.metrics("rangeRows")), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
-          NativeParquetScan.rdd(scan, in.metrics("parquetSplits"))
+          (NativeParquetScan.rdd(scan, in.metrics("parquetSplits")), proto.InputKind.INPUT_KIND_PARQUET)
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
             case blocks: DecodedBlocksRDD =>
-              blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))
-            case batches => batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))
+              (
+                blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it))),
+                proto.InputKind.INPUT_KIND_SHUFFLE_BLOCKS
+              )
+            case batches =>
+              (
+                batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it))),
+                proto.InputKind.INPUT_KIND_ARROW_STREAM
+              )
           }
-        case child => child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))
+        case child =>
+          (
+            child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it))),
+            // NativePlanIterator hands rows over as UnsafeRow bytes exactly when nativeRowInput.
+            if (nativeRowInput) proto.InputKind.INPUT_KIND_UNSAFE_ROWS
+            else proto.InputKind.INPUT_KIND_ARROW_STREAM
+          )
       }
-    }
+    }.unzip
+    val planBytes = withInputKinds(built.plan, kinds).toByteArray
     def start(inputs: Seq[InputIterator]): Iterator[T] =
       output(
         new NativePlanIterator(
@@ -257,6 +289,7 @@ object EmberBlock {
           inputSchemas,
           tz,
           batchSize,
+          rowBatchBytes,
           metrics,
           nativeRowInput,
           queryContexts

@@ -225,7 +225,7 @@ class DecodedBlocksRDD(val blockRows: RDD[InternalRow]) extends RDD[ColumnarBatc
  * (`operators/shuffle_reader.rs`) decodes them. A failure of the read is kept, so the task fails with it.
  */
 class ShuffleBlockSource(blockRows: Iterator[InternalRow], targetBytes: Int = 4 << 20)
-    extends NativeByteSource("shuffle blocks of one call") {
+    extends NativeByteSource("shuffle blocks of one call", targetBytes) {
 
   override protected def fill(): Unit =
     while (filled < targetBytes && blockRows.hasNext) {

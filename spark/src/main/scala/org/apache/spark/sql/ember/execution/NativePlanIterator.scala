@@ -31,6 +31,7 @@ class NativePlanIterator(
     inputSchemas: Seq[StructType],
     timeZoneId: String,
     batchSize: Int,
+    rowBatchBytes: Long,
     metrics: Seq[Map[String, SQLMetric]],
     nativeRowInput: Boolean,
     queryContexts: Map[Int, QueryContext]
@@ -43,7 +44,8 @@ class NativePlanIterator(
     ArrowUtils.rootAllocator.newChildAllocator(s"ember-task-${context.taskAttemptId()}", 0, Long.MaxValue)
   // Per input: an UnsafeRow source (rows, decoded natively) or an Arrow reader exported as a C stream.
   private val rowSources: Seq[AnyRef] = inputs.zip(inputSchemas).map {
-    case (InputIterator.Rows(rows), schema) if nativeRowInput => new UnsafeRowSource(rows, schema, batchSize)
+    case (InputIterator.Rows(rows), schema) if nativeRowInput =>
+      new UnsafeRowSource(rows, schema, batchSize, rowBatchBytes)
     case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
     case (InputIterator.Range(slice), _) => slice
     case (InputIterator.Parquet(source), _) => source
@@ -51,7 +53,8 @@ class NativePlanIterator(
   }
   private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {
     case (_, source) if source != null => null
-    case ((in, schema), _) => new SparkArrowReader(in, schema, timeZoneId, batchSize, allocator)
+    case ((in, schema), _) =>
+      new SparkArrowReader(in, schema, timeZoneId, batchSize, rowBatchBytes, allocator)
   }
   private val streams: Seq[ArrowArrayStream] = readers.map { r =>
     if (r == null) null
@@ -72,21 +75,27 @@ class NativePlanIterator(
   NativeLib.load()
   handle = guarded(
     NativeLib.createPlan(
-      withSpillDirs(planBytes),
+      planBytes,
+      taskSettings.toByteArray,
       streams.map(s => if (s == null) 0L else s.memoryAddress()).toArray,
       rowSources.toArray[AnyRef],
       consumer
     )
   )
 
-  /** Spill files go to this executor's Spark local dirs, which only the executor knows. */
-  private def withSpillDirs(bytes: Array[Byte]): Array[Byte] = {
-    val plan = proto.Plan.parseFrom(bytes)
+  /**
+   * What only the executor knows, beside the driver's plan bytes (never parsed here): spill files go to this
+   * executor's Spark local dirs; the task's ids for the native log.
+   */
+  private def taskSettings: proto.TaskSettings = {
     val dirs = SparkEnv.get.blockManager.diskBlockManager.localDirs.map(_.getAbsolutePath)
-    plan.toBuilder
-      .setConfig(plan.getConfig.toBuilder.clearSpillDirs().addAllSpillDirs(dirs.toSeq.asJava))
+    proto.TaskSettings
+      .newBuilder()
+      .addAllSpillDirs(dirs.toSeq.asJava)
+      .setStageId(context.stageId())
+      .setPartitionId(context.partitionId())
+      .setTaskAttemptId(context.taskAttemptId())
       .build()
-      .toByteArray
   }
 
   /** Native errors → Spark's own exceptions; a failure of a Spark child → that failure itself. */
@@ -234,20 +243,27 @@ object NativePlanIterator {
 
 /**
  * A native plan's output as `UnsafeRow`s pointing into one byte array on the JVM heap, reused from batch to
- * batch ([[NativePlanIterator.nextRowsInto]]) and grown when a batch needs more. One row object, re-pointed for
+ * batch ([[NativePlanIterator.nextRowsInto]], about `maxBytes` of rows per call) and grown when a batch needs
+ * more. One row object, re-pointed for
  * every row, as Spark's own `ColumnarToRowExec` does; as with Spark's, a consumer that keeps a row past the next
  * one copies it (the next batch overwrites the bytes).
  */
-class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows: SQLMetric)
+class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows: SQLMetric, maxBytes: Long)
     extends Iterator[InternalRow] {
   private val row = new UnsafeRow(numFields)
-  private var buffer = new Array[Byte](1 << 20)
+  private val initialBytes = 1 << 20
+  private var buffer = new Array[Byte](initialBytes)
   private var filled = 0
   private var position = 0
   private var done = false
 
   override def hasNext: Boolean = {
     while (!done && position >= filled) {
+      // The native side writes about maxBytes per call (a bigger row alone): a buffer grown well past that
+      // for one huge row is dropped once its rows are read.
+      if (filled > 0 && buffer.length > initialBytes && buffer.length > 2 * maxBytes) {
+        buffer = new Array[Byte](initialBytes)
+      }
       position = 0
       filled = 0
       val n = plan.nextRowsInto(buffer)
@@ -272,16 +288,17 @@ class NativeRowIterator(plan: NativePlanIterator, numFields: Int, numOutputRows:
 /**
  * A Spark child's rows for a native plan: `nextRows` packs up to `batchSize` of them as `UnsafeRow` bytes, each
  * preceded by its size (a little-endian long), for the native side to decode into Arrow (called from native
- * code, on the task thread). Rows that are not `UnsafeRow`s are projected to one first. A failure of the child
- * is kept, so the task fails with the child's own exception.
+ * code, on the task thread), and stops taking rows once it holds `maxBytes` (`spark.ember.rowBatch.maxBytes`):
+ * a call packs at least one row, so it holds at most `maxBytes` plus one row. Rows that are not `UnsafeRow`s
+ * are projected to one first. A failure of the child is kept, so the task fails with the child's own exception.
  */
-class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int)
-    extends NativeByteSource("rows of one batch") {
+class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize: Int, maxBytes: Long)
+    extends NativeByteSource("rows of one batch", maxBytes) {
   private lazy val toUnsafe = UnsafeProjection.create(schema)
 
   override protected def fill(): Unit = {
     var n = 0
-    while (n < batchSize && rows.hasNext) {
+    while (n < batchSize && filled < maxBytes && rows.hasNext) {
       val row = rows.next() match {
         case u: UnsafeRow => u
         case other => toUnsafe(other)
@@ -322,9 +339,12 @@ abstract class NativeInputSource {
 /**
  * An input the native side pulls as byte buffers (`nextRows`, -1 at the end, then `packed`): records packed one
  * after the other, each preceded by its size (a little-endian long), in one buffer reused and grown as needed.
+ * A subclass stops packing at about `maxBytes` per call; a buffer grown well past that (by a record larger than
+ * `maxBytes`) is dropped at the next call, so one huge record does not hold its memory for the rest of the task.
  */
-abstract class NativeByteSource(records: String) extends NativeInputSource {
-  private var buffer = new Array[Byte](1 << 16)
+abstract class NativeByteSource(records: String, maxBytes: Long) extends NativeInputSource {
+  private val initialBytes = 1 << 16
+  private var buffer = new Array[Byte](initialBytes)
   private var length = 0
 
   /** Appends this call's records (at least one unless the input is exhausted) with [[reserve]]. */
@@ -355,6 +375,8 @@ abstract class NativeByteSource(records: String) extends NativeInputSource {
    */
   final def nextRows(): Int = call {
     length = 0
+    // Doubling keeps an ordinary call's buffer under 2 * maxBytes (plus one record); past that, start over.
+    if (buffer.length > initialBytes && buffer.length > 2 * maxBytes) buffer = new Array[Byte](initialBytes)
     fill()
     if (length == 0) -1 else length
   }

@@ -6,6 +6,7 @@ import org.apache.arrow.vector.ipc.ArrowReader
 import org.apache.arrow.vector.types.pojo.Schema
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.arrow.ArrowWriter
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.ArrowUtils
@@ -33,7 +34,8 @@ object InputIterator {
 
 /**
  * A Spark child's output → Arrow batches, exported to the native plan through the Arrow C stream interface:
- * rows through Spark's own `ArrowWriter`, columnar batches column by column ([[ColumnarToArrow]]), each as one
+ * rows through Spark's own `ArrowWriter` (up to `batchSize` rows, and, for `UnsafeRow`s, until their bytes
+ * reach `maxBytes`), columnar batches column by column ([[ColumnarToArrow]]), each as one
  * Arrow batch. Each batch gets fresh buffers: the native side may still hold the previous one (a sort keeps
  * its input), so buffers are handed over, never reset in place. A failure of the Spark child is kept, so the
  * task fails with the child's own exception rather than the C interface's generic error.
@@ -43,6 +45,7 @@ class SparkArrowReader(
     schema: StructType,
     timeZoneId: String,
     batchSize: Int,
+    maxBytes: Long,
     allocator: BufferAllocator
 ) extends ArrowReader(allocator) {
 
@@ -72,8 +75,14 @@ class SparkArrowReader(
     root.allocateNew()
     writer.reset()
     var n = 0
-    while (n < batchSize && rows.hasNext) {
-      writer.write(rows.next())
+    var bytes = 0L
+    while (n < batchSize && bytes < maxBytes && rows.hasNext) {
+      val row = rows.next()
+      row match {
+        case u: UnsafeRow => bytes += u.getSizeInBytes
+        case _ =>
+      }
+      writer.write(row)
       n += 1
     }
     writer.finish()

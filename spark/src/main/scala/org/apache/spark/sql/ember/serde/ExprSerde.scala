@@ -2,12 +2,14 @@ package org.apache.spark.sql.ember.serde
 
 import java.math.BigInteger
 
+import com.google.protobuf.{Descriptors, Message}
+
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
-import org.ember.proto
+import org.ember.{proto, EmberConf}
 
 /**
  * Catalyst expressions → proto expressions bound to an operator's input, or the reason one cannot run
@@ -28,25 +30,109 @@ object ExprSerde {
     case _ => proto.EvalMode.LEGACY
   }
 
-  def convertAll(exprs: Seq[Expression], input: Seq[Attribute]): Either[String, Seq[proto.Expr]] = {
-    val out = exprs.map(e => convert(e, input))
+  /** [[convert]] of each expression; the first reason if any cannot be converted. */
+  def convertAll(exprs: Seq[Expression], input: Seq[Attribute]): Either[String, Seq[proto.Expr]] =
+    convertAllUnchecked(exprs, input).flatMap(xs =>
+      xs.foldLeft[Either[String, Unit]](Right(()))((r, x) => r.flatMap(_ => checkDepth(x).map(_ => ())))
+        .map(_ => xs)
+    )
+
+  /**
+   * The expression as a proto bound to `input`, or why it stays in Spark: among the reasons, an expression
+   * nested deeper than `spark.ember.expression.maxDepth` (native code recurses once per level on the task
+   * thread's stack). AND / OR chains count as balanced trees, which is how they are serialized.
+   */
+  def convert(expr: Expression, input: Seq[Attribute]): Result =
+    convertUnchecked(expr, input).flatMap(checkDepth)
+
+  private def checkDepth(e: proto.Expr): Result = {
+    val max = EmberConf.EXPRESSION_MAX_DEPTH.get()
+    val d = depth(e)
+    if (d > max) {
+      Left(
+        s"expression nested $d levels deep, deeper than ${EmberConf.EXPRESSION_MAX_DEPTH.key} ($max): native " +
+          "code would recurse that deep on the task thread's stack"
+      )
+    } else Right(e)
+  }
+
+  /** Expr messages on the longest path from `m` down (nested messages of other types count 0). */
+  def depth(m: Message): Int = {
+    var deepest = 0
+    val fields = m.getAllFields.entrySet.iterator
+    while (fields.hasNext) {
+      val field = fields.next()
+      if (field.getKey.getJavaType == Descriptors.FieldDescriptor.JavaType.MESSAGE) {
+        field.getValue match {
+          case list: java.util.List[_] =>
+            list.forEach(v => deepest = math.max(deepest, depth(v.asInstanceOf[Message])))
+          case v: Message => deepest = math.max(deepest, depth(v))
+          case _ =>
+        }
+      }
+    }
+    deepest + (if (m.isInstanceOf[proto.Expr]) 1 else 0)
+  }
+
+  private def convertAllUnchecked(
+      exprs: Seq[Expression],
+      input: Seq[Attribute]
+  ): Either[String, Seq[proto.Expr]] = {
+    val out = exprs.map(e => convertUnchecked(e, input))
     out.collectFirst { case Left(r) => r } match {
       case Some(r) => Left(r)
       case None => Right(out.map(_.toOption.get))
     }
   }
 
-  def convert(expr: Expression, input: Seq[Attribute]): Result = {
+  /**
+   * The operands of a chain of `AND`s (`and`) or of `OR`s, left to right: `a AND (b AND c) AND d` → a, b, c, d.
+   * Iterative, so a chain of thousands does not recurse.
+   */
+  private def chain(e: Expression, and: Boolean): Seq[Expression] = {
+    val out = scala.collection.mutable.ArrayBuffer.empty[Expression]
+    var todo: List[Expression] = e :: Nil
+    while (todo.nonEmpty) {
+      val head = todo.head
+      todo = todo.tail
+      head match {
+        case And(l, r) if and => todo = l :: r :: todo
+        case Or(l, r) if !and => todo = l :: r :: todo
+        case other => out += other
+      }
+    }
+    out.toSeq
+  }
+
+  /**
+   * A chain of `AND`s or `OR`s as a balanced tree of the binary proto operators, depth log2(n) rather than n:
+   * the same result, since both are associative in three-valued logic, and the same evaluation, since the
+   * native operators (like Spark's) evaluate their right side only on rows the left side does not decide, so
+   * operands are still evaluated left to right up to the first deciding one, whatever the grouping.
+   */
+  private def balanced(operands: IndexedSeq[proto.Expr], and: Boolean): proto.Expr = {
+    def build(from: Int, until: Int): proto.Expr =
+      if (until - from == 1) operands(from)
+      else {
+        val mid = (from + until) >>> 1
+        val (l, r) = (build(from, mid), build(mid, until))
+        if (and) wrap(_.setAnd(proto.And.newBuilder().setLeft(l).setRight(r)))
+        else wrap(_.setOr(proto.Or.newBuilder().setLeft(l).setRight(r)))
+      }
+    build(0, operands.size)
+  }
+
+  private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result = {
     val tz = SQLConf.get.sessionLocalTimeZone
     def typ(dt: DataType) = TypeSerde.convert(dt, tz)
-    def rec(e: Expression) = convert(e, input)
+    def rec(e: Expression) = convertUnchecked(e, input)
     def both(l: Expression, r: Expression)(f: (proto.Expr, proto.Expr) => proto.Expr): Result =
       for { a <- rec(l); b <- rec(r) } yield f(a, b)
     def hash(h: HashExpression[_], function: proto.HashFunction, seed: Long): Result =
       h.children.find(c => !hashable(c.dataType)) match {
         case Some(c) => Left(s"${h.prettyName} of ${c.dataType.simpleString} is not supported")
         case None =>
-          convertAll(h.children, input).map { args =>
+          convertAllUnchecked(h.children, input).map { args =>
             val b = proto.Hash.newBuilder().setFunction(function).setSeed(seed)
             args.foreach(b.addChildren)
             wrap(_.setHash(b))
@@ -96,8 +182,10 @@ object ExprSerde {
           wrap(_.setComparison(proto.Comparison.newBuilder().setOp(op).setLeft(l).setRight(r)))
         )
 
-      case And(l, r) => both(l, r)((a, b) => wrap(_.setAnd(proto.And.newBuilder().setLeft(a).setRight(b))))
-      case Or(l, r) => both(l, r)((a, b) => wrap(_.setOr(proto.Or.newBuilder().setLeft(a).setRight(b))))
+      case _: And =>
+        convertAllUnchecked(chain(expr, and = true), input).map(xs => balanced(xs.toIndexedSeq, and = true))
+      case _: Or =>
+        convertAllUnchecked(chain(expr, and = false), input).map(xs => balanced(xs.toIndexedSeq, and = false))
       case Not(c) => rec(c).map(x => wrap(_.setNot(proto.Not.newBuilder().setChild(x))))
       case IsNull(c) => rec(c).map(x => wrap(_.setIsNull(proto.IsNull.newBuilder().setChild(x))))
       case IsNotNull(c) => rec(c).map(x => wrap(_.setIsNotNull(proto.IsNotNull.newBuilder().setChild(x))))
@@ -108,7 +196,7 @@ object ExprSerde {
           if list.forall(_.isInstanceOf[Literal]) && list.forall(_.dataType == value.dataType) =>
         for {
           v <- rec(value)
-          items <- convertAll(list, input)
+          items <- convertAllUnchecked(list, input)
         } yield {
           val b = proto.In.newBuilder().setValue(v)
           items.foreach(b.addList)
@@ -121,8 +209,8 @@ object ExprSerde {
 
       case CaseWhen(branches, elseValue) =>
         for {
-          whens <- convertAll(branches.map(_._1), input)
-          thens <- convertAll(branches.map(_._2), input)
+          whens <- convertAllUnchecked(branches.map(_._1), input)
+          thens <- convertAllUnchecked(branches.map(_._2), input)
           els <- elseValue.map(rec(_).map(Some(_))).getOrElse(Right(None))
           rt <- typ(expr.dataType)
         } yield {
@@ -136,7 +224,7 @@ object ExprSerde {
 
       case Coalesce(children) =>
         for {
-          args <- convertAll(children, input)
+          args <- convertAllUnchecked(children, input)
           rt <- typ(expr.dataType)
         } yield {
           val b = proto.Coalesce.newBuilder().setResultType(rt)
