@@ -254,6 +254,26 @@ fn check_type(e: &PhysicalExprRef, t: &arrow::datatypes::DataType, schema: &Sche
     }
 }
 
+/// Spark's `EvalMode` from its proto value.
+pub fn eval_mode(m: i32) -> Result<Mode> {
+    Ok(match pb::EvalMode::try_from(m).map_err(|_| plan_error(format!("unknown eval mode {m}")))? {
+        pb::EvalMode::Legacy => Mode::Legacy,
+        pb::EvalMode::Ansi => Mode::Ansi,
+        pb::EvalMode::Try => Mode::Try,
+    })
+}
+
+fn arith_op(o: i32) -> Result<Op> {
+    Ok(match pb::ArithOp::try_from(o).map_err(|_| plan_error(format!("unknown arithmetic operator {o}")))? {
+        pb::ArithOp::Add => Op::Add,
+        pb::ArithOp::Subtract => Op::Sub,
+        pb::ArithOp::Multiply => Op::Mul,
+        pb::ArithOp::Divide => Op::Div,
+        pb::ArithOp::Remainder => Op::Rem,
+        pb::ArithOp::IntegralDivide => Op::IntDiv,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,24 +305,4 @@ mod tests {
         assert!(out.is_null(2));
         assert_eq!(out.value(3), 1.5);
     }
-}
-
-/// Spark's `EvalMode` from its proto value.
-pub fn eval_mode(m: i32) -> Result<Mode> {
-    Ok(match pb::EvalMode::try_from(m).map_err(|_| plan_error(format!("unknown eval mode {m}")))? {
-        pb::EvalMode::Legacy => Mode::Legacy,
-        pb::EvalMode::Ansi => Mode::Ansi,
-        pb::EvalMode::Try => Mode::Try,
-    })
-}
-
-fn arith_op(o: i32) -> Result<Op> {
-    Ok(match pb::ArithOp::try_from(o).map_err(|_| plan_error(format!("unknown arithmetic operator {o}")))? {
-        pb::ArithOp::Add => Op::Add,
-        pb::ArithOp::Subtract => Op::Sub,
-        pb::ArithOp::Multiply => Op::Mul,
-        pb::ArithOp::Divide => Op::Div,
-        pb::ArithOp::Remainder => Op::Rem,
-        pb::ArithOp::IntegralDivide => Op::IntDiv,
-    })
 }
