@@ -111,9 +111,9 @@ impl ExecutionPlan for PrefixWindowExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context.clone())?;
-        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]"))
-            .with_can_spill(true)
-            .register(context.memory_pool());
+        // Not marked can-spill: on a refusal the window first shrinks its segments (only whole-partition specs
+        // spill), so a small segment may draw on the pool's headroom (see `memory.rs`) instead of failing.
+        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]")).register(context.memory_pool());
         let counters = FrameCounters {
             prefix: MetricBuilder::new(&self.metrics).counter("prefix_frames", partition),
             refold: MetricBuilder::new(&self.metrics).counter("refold_frames", partition),
