@@ -166,7 +166,8 @@ impl MemoryPool for BrokerMemoryPool {
                 }
                 return Err(DataFusionError::ResourcesExhausted(format!(
                     "Spark's memory manager granted {granted} of {additional} bytes requested by {} \
-                     ({} bytes reserved by this task's native plan)",
+                     ({} bytes reserved by this task's native plan); raise spark.memory.offHeap.size for more \
+                     memory per task",
                     reservation.consumer().name(),
                     self.reserved()
                 )));
