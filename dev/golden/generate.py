@@ -1,6 +1,6 @@
 """Regenerates the golden tables of Ember's Rust tests from Spark 4.1.3's own Catalyst expressions.
 
-    dev/.venv/bin/python dev/golden/generate.py [--check] [decimal] [cast] [jdk]     (make golden)
+    dev/.venv/bin/python dev/golden/generate.py [--check] [decimal] [cast] [jdk] [functions]     (make golden)
 
 Each table lists its cases itself: this script keeps every line's inputs and recomputes everything Spark decides
 (result types, values, errors), evaluating the expressions through py4j in the JVM PySpark starts, with each
@@ -20,6 +20,11 @@ status is 1 if there are any.
   internal ones as text (dates in days, timestamps in microseconds, decimals unscaled; floats and doubles as Java
   parses them), results likewise, or `NULL`, `ERR <class> <condition> <parameters>`, `EXC <exception>`; strings
   in Rust escapes. A BINARY result keeps its recorded text (Java's byte[] identity, different in every JVM).
+- functions: native/engine/tests/data/functions_spark.tsv, the built-in functions Ember evaluates natively
+  (planner/functions.rs). Columns: function, argument types (comma-separated), one column per argument, then
+  the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, doubles as Java prints them,
+  strings in Rust escapes), `\\N` for NULL; an error is `ERR <condition> <parameters>`. Lines with `-` for
+  both results list inputs only: running the script fills them in.
 - jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
   patterns; needs JDK 19 or later (the shortest-repr algorithm), and is skipped on older JVMs.
 """
@@ -32,6 +37,7 @@ from pyspark.java_gateway import launch_gateway
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DECIMAL_TSV = os.path.join(ROOT, "native/engine/tests/data/decimal_arithmetic_spark.tsv")
 CAST_RS = os.path.join(ROOT, "native/engine/src/expressions/cast/golden.rs")
+FUNCTIONS_TSV = os.path.join(ROOT, "native/engine/tests/data/functions_spark.tsv")
 JDK_RS = os.path.join(ROOT, "native/engine/src/expressions/cast/jdk_golden.rs")
 
 
@@ -274,6 +280,126 @@ def regenerate_cast(spark):
     return {CAST_RS: "\n".join(lines)}
 
 
+# ---- built-in functions ------------------------------------------------------------------------------------
+
+def function_builders(spark):
+    """Spark function name (as in planner/functions.rs) → (arguments, mode) → the Catalyst expression."""
+    E = spark.E
+    return {
+        # The pattern is a literal, as Ember requires; the escape character is the third argument's text.
+        "like": lambda a, m, v: E.Like(a[0], spark.E.Literal(v[1], spark.type("string")), v[2].toString()[0]),
+        "startswith": lambda a, m, v: E.StartsWith(a[0], a[1]),
+        "endswith": lambda a, m, v: E.EndsWith(a[0], a[1]),
+        "contains": lambda a, m, v: E.Contains(a[0], a[1]),
+        "substring": lambda a, m, v: E.Substring(a[0], a[1], a[2]),
+        "length": lambda a, m, v: E.Length(a[0]),
+        "octet_length": lambda a, m, v: E.OctetLength(a[0]),
+        "bit_length": lambda a, m, v: E.BitLength(a[0]),
+        "year": lambda a, m, v: E.Year(a[0]),
+        "quarter": lambda a, m, v: E.Quarter(a[0]),
+        "month": lambda a, m, v: E.Month(a[0]),
+        "day": lambda a, m, v: E.DayOfMonth(a[0]),
+        "dayofyear": lambda a, m, v: E.DayOfYear(a[0]),
+        "dayofweek": lambda a, m, v: E.DayOfWeek(a[0]),
+        "weekday": lambda a, m, v: E.WeekDay(a[0]),
+        "date_add": lambda a, m, v: E.DateAdd(a[0], a[1]),
+        "date_sub": lambda a, m, v: E.DateSub(a[0], a[1]),
+        "datediff": lambda a, m, v: E.DateDiff(a[0], a[1]),
+        "pmod": lambda a, m, v: E.Pmod(a[0], a[1], E.NumericEvalContext(m, True)),
+    }
+
+
+def function_row(spark, types, texts):
+    """The arguments as a row (as Spark reads them from columns) and as JVM values."""
+    jvm = spark.jvm
+    row = spark.E.GenericInternalRow(len(types))
+    values = []
+    for i, (ty, text) in enumerate(zip(types, texts)):
+        if text == "\\N":
+            row.setNullAt(i)
+            values.append(None)
+            continue
+        if ty == "string":
+            v = jvm.org.apache.spark.unsafe.types.UTF8String.fromString(rust_unescape(text))
+            row.update(i, v)
+        elif ty == "tinyint":
+            v = int(text)
+            row.setByte(i, v)
+        elif ty == "smallint":
+            v = int(text)
+            row.setShort(i, v)
+        elif ty in ("int", "date"):
+            v = int(text)
+            row.setInt(i, v)
+        elif ty == "bigint":
+            v = int(text)
+            row.setLong(i, v)
+        elif ty == "double":
+            v = jvm.java.lang.Double.parseDouble(text)
+            row.setDouble(i, v)
+        elif ty == "float":
+            v = jvm.java.lang.Float.parseFloat(text)
+            row.setFloat(i, v)
+        else:
+            raise SystemExit(f"functions: unknown argument type {ty}")
+        values.append(v)
+    return row, values
+
+
+def function_outcome(spark, expr, row):
+    err, out = spark.evaluate(expr, row)
+    if err is not None:
+        if condition(err):
+            params = err.getMessageParameters()
+            kv = sorted((k, params.get(k)) for k in params.keySet())
+            return "ERR " + condition(err) + "".join(f";{k}={v}" for k, v in kv)
+        return f"EXC {err.getClass().getName()}"
+    if out.isNullAt(0):
+        return "\\N"
+    dt = expr.dataType().simpleString()
+    if dt == "string":
+        return rust_escape(out.getUTF8String(0).toString())
+    if dt == "date":
+        return str(out.getInt(0))
+    if dt == "boolean":
+        return "true" if out.getBoolean(0) else "false"
+    if dt == "double":
+        return spark.jvm.java.lang.Double.toString(out.getDouble(0))
+    if dt == "float":
+        return spark.jvm.java.lang.Float.toString(out.getFloat(0))
+    return str(out.get(0, expr.dataType()))
+
+
+def function_lines(spark, lines):
+    builders = function_builders(spark)
+    out = []
+    for line in lines:
+        f = line.split("\t")
+        name, types = f[0], f[1].split(",")
+        texts = f[2:2 + len(types)]
+        if len(f) != 4 + len(types):
+            raise SystemExit(f"functions: {len(types)} arguments and two results expected: {line}")
+        row, values = function_row(spark, types, texts)
+        refs = [spark.bound(i, "timestamp" if t == "ts" else t) for i, t in enumerate(types)]
+        if name == "like" and values[2] is None:
+            raise SystemExit(f"functions: LIKE needs an escape character: {line}")
+        results = []
+        for mode in spark.modes[:2]:
+            try:
+                expr = builders[name](refs, mode, values)
+            except Exception as e:  # noqa: BLE001 -- a constructor Spark rejects: no such case in the table
+                raise SystemExit(f"functions: cannot build {line}: {e}")
+            results.append(function_outcome(spark, expr, row))
+        out.append("\t".join([name, f[1]] + texts + results))
+    return out
+
+
+def regenerate_functions(spark):
+    with open(FUNCTIONS_TSV) as f:
+        lines = [x for x in f.read().split("\n") if x and not x.startswith("#")]
+    return {FUNCTIONS_TSV: "\n".join(function_lines(spark, lines)) + "\n"}
+
+
 # ---- JDK float/double text ---------------------------------------------------------------------------------
 
 def regenerate_jdk(spark):
@@ -298,12 +424,13 @@ def regenerate_jdk(spark):
 
 def main(argv):
     check = "--check" in argv
-    which = [a for a in argv if a != "--check"] or ["decimal", "cast", "jdk"]
+    which = [a for a in argv if a != "--check"] or ["decimal", "cast", "jdk", "functions"]
     spark = Spark()
     print(f"JDK {spark.jdk}", file=sys.stderr)
     files = {}
     for w in which:
-        files.update({"decimal": regenerate_decimal, "cast": regenerate_cast, "jdk": regenerate_jdk}[w](spark))
+        files.update({"decimal": regenerate_decimal, "cast": regenerate_cast, "jdk": regenerate_jdk,
+                     "functions": regenerate_functions}[w](spark))
     changed = 0
     for path, text in files.items():
         with open(path) as f:

@@ -5,6 +5,7 @@ pub mod cast;
 pub mod coalesce;
 pub mod decimal_sum_avg;
 pub mod float_min_max;
+pub mod functions;
 pub mod hash;
 pub mod logical;
 pub mod mode;
@@ -17,6 +18,7 @@ pub mod unscaled;
 pub(crate) mod test_util;
 
 pub use coalesce::CoalesceExpr;
+pub use functions::FunctionExpr;
 pub use hash::{HashExpr, HashFunction};
 pub use logical::{LazyLogicalExpr, LogicalOp};
 pub use mode::Mode;

@@ -52,6 +52,7 @@ pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> 
         Kind::MakeDecimal(m) => make_decimal_expr(m, schema),
         Kind::NormalizeFloat(n) => normalize_float_expr(n, schema),
         Kind::Cast(c) => cast_expr(c, schema),
+        Kind::ScalarFunction(f) => super::functions::scalar_function_expr(f, schema),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
 pub mod aggregate;
 pub mod expr;
+pub mod functions;
 pub mod prefix_window;
 pub mod spilling_hash_join;
 pub mod types;

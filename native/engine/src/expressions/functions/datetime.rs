@@ -1,0 +1,140 @@
+//! Spark's date fields and date arithmetic over DATE (days since 1970-01-01, proleptic Gregorian, as
+//! `java.time.LocalDate`). A TIMESTAMP argument reaches these through Spark's own `CAST(ts AS DATE)` in the
+//! session time zone (the analyzer inserts it), which Ember's cast evaluates.
+//!
+//! Ember's own kernels: DataFusion's `date_part` returns Float64/Int32 fields of Arrow's calendar, with no
+//! `weekday`/`dayofweek` in Spark's numbering, and its date arithmetic does not wrap in int as Spark's does.
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Date32Array, Int32Array};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Date32Type, Int32Type};
+use datafusion_common::{internal_err, Result};
+
+use super::Kernel;
+
+/// (year, month 1..=12, day 1..=31) of a day number (Howard Hinnant's `civil_from_days`), exact for every i32.
+pub fn civil_from_days(days: i32) -> (i64, u32, u32) {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    (y, m, d)
+}
+
+/// The day number of a civil date (Hinnant's `days_from_civil`).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 } as i64;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The INT fields Spark extracts from a DATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateField {
+    Year,
+    Quarter,
+    Month,
+    DayOfMonth,
+    DayOfYear,
+    /// 1 = Sunday … 7 = Saturday.
+    DayOfWeek,
+    /// 0 = Monday … 6 = Sunday.
+    WeekDay,
+}
+
+impl DateField {
+    pub fn of(self, days: i32) -> i32 {
+        match self {
+            DateField::DayOfWeek => (days as i64 + 4).rem_euclid(7) as i32 + 1,
+            DateField::WeekDay => (days as i64 + 3).rem_euclid(7) as i32,
+            _ => {
+                let (y, m, d) = civil_from_days(days);
+                match self {
+                    // Every i32 day number is within +-5.9 million years: the year fits an int.
+                    DateField::Year => y as i32,
+                    DateField::Quarter => (m as i32 - 1) / 3 + 1,
+                    DateField::Month => m as i32,
+                    DateField::DayOfMonth => d as i32,
+                    _ => (days as i64 - days_from_civil(y, 1, 1) + 1) as i32,
+                }
+            }
+        }
+    }
+}
+
+fn dates(a: &ArrayRef) -> Result<&Date32Array> {
+    match a.data_type() {
+        DataType::Date32 => Ok(a.as_primitive::<Date32Type>()),
+        t => internal_err!("date function over {t}"),
+    }
+}
+
+#[derive(Debug)]
+pub struct ExtractDate(pub DateField);
+
+impl Kernel for ExtractDate {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let f = self.0;
+        let out: Int32Array = dates(&args[0])?.unary(|d| f.of(d));
+        Ok(Arc::new(out))
+    }
+}
+
+/// `date_add(start, n)` / `date_sub(start, n)` (n TINYINT/SMALLINT/INT): `start ± n` days in Java int
+/// arithmetic, which wraps around on overflow.
+#[derive(Debug)]
+pub struct DateAdd {
+    pub subtract: bool,
+}
+
+impl Kernel for DateAdd {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let start = dates(&args[0])?;
+        let n = cast(&args[1], &DataType::Int32)?;
+        let n = n.as_primitive::<Int32Type>();
+        let sub = self.subtract;
+        let out: Date32Array =
+            arrow::compute::binary(start, n, |d, k| if sub { d.wrapping_sub(k) } else { d.wrapping_add(k) })?;
+        Ok(Arc::new(out))
+    }
+}
+
+/// `datediff(end, start)`: `end - start` days in Java int arithmetic.
+#[derive(Debug)]
+pub struct DateDiff;
+
+impl Kernel for DateDiff {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let out: Int32Array = arrow::compute::binary(dates(&args[0])?, dates(&args[1])?, |e, s| e.wrapping_sub(s))?;
+        Ok(Arc::new(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_round_trips_at_the_extremes() {
+        for d in [i32::MIN, -719_162, -1, 0, 1, 11_016, 2_932_896, i32::MAX] {
+            let (y, m, dd) = civil_from_days(d);
+            assert_eq!(days_from_civil(y, m, dd), d as i64, "{d}");
+        }
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-719_162), (1, 1, 1));
+        assert_eq!(civil_from_days(2_932_896), (9999, 12, 31));
+        assert_eq!(DateField::DayOfWeek.of(0), 5); // Thursday
+        assert_eq!(DateField::WeekDay.of(0), 3);
+        assert_eq!(DateField::DayOfYear.of(11_016), 60); // 2000-02-29
+    }
+}

@@ -1,0 +1,136 @@
+//! `ScalarFunction` → a kernel by Spark's function name: the registry of Spark's built-in functions the engine
+//! evaluates. Each entry checks the argument types Spark resolved and the return type; anything else (an
+//! unknown name, other argument types) is a plan error, so the operator falls back with the reason.
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Schema};
+use datafusion_common::Result;
+use ember_proto as pb;
+use pb::expr::Kind;
+
+use super::expr::{create_expr, eval_mode, PhysicalExprRef};
+use super::types::{required_type, to_scalar};
+use crate::error::plan_error;
+use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate};
+use crate::expressions::functions::math::Pmod;
+use crate::expressions::functions::strings::{Affix, AffixMatch, Length, LengthUnit, Like, Substring};
+use crate::expressions::functions::Kernel;
+use crate::expressions::{FunctionExpr, Mode, QueryContextExpr};
+
+/// Every function name the registry knows (Spark's names; aliases Spark resolves to the same expression
+/// class carry that class's `prettyName`, which is what the JVM side sends).
+pub const FUNCTIONS: &[&str] = &[
+    "like",
+    "startswith",
+    "endswith",
+    "contains",
+    "substring",
+    "length",
+    "octet_length",
+    "bit_length",
+    "year",
+    "quarter",
+    "month",
+    "day",
+    "dayofmonth",
+    "dayofyear",
+    "dayofweek",
+    "weekday",
+    "date_add",
+    "date_sub",
+    "datediff",
+    "pmod",
+];
+
+pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
+    let return_type = required_type(&f.return_type)?;
+    let mode = eval_mode(f.eval_mode)?;
+    let args = f.args.iter().map(|a| create_expr(a, schema)).collect::<Result<Vec<_>>>()?;
+    let types = args.iter().map(|a| a.data_type(schema)).collect::<Result<Vec<_>>>()?;
+    let name = f.name.as_str();
+    let unsupported = || {
+        let t = types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        plan_error(format!("function {name}({t}) returning {return_type} is not supported natively"))
+    };
+    use DataType::*;
+    let sig = (types.as_slice(), &return_type);
+    let kernel: Arc<dyn Kernel> = match name {
+        "like" => match sig {
+            ([Utf8, Utf8, Utf8], Boolean) => like_kernel(f)?,
+            _ => return Err(unsupported()),
+        },
+        "startswith" | "endswith" | "contains" => match sig {
+            ([Utf8, Utf8], Boolean) => Arc::new(AffixMatch(match name {
+                "startswith" => Affix::StartsWith,
+                "endswith" => Affix::EndsWith,
+                _ => Affix::Contains,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "substring" => match sig {
+            ([Utf8, Int32, Int32], Utf8) => Arc::new(Substring),
+            _ => return Err(unsupported()),
+        },
+        "length" | "octet_length" | "bit_length" => match sig {
+            ([Utf8], Int32) => Arc::new(Length(match name {
+                "length" => LengthUnit::Chars,
+                "octet_length" => LengthUnit::Bytes,
+                _ => LengthUnit::Bits,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "year" | "quarter" | "month" | "day" | "dayofmonth" | "dayofyear" | "dayofweek" | "weekday" => match sig {
+            ([Date32], Int32) => Arc::new(ExtractDate(match name {
+                "year" => DateField::Year,
+                "quarter" => DateField::Quarter,
+                "month" => DateField::Month,
+                "day" | "dayofmonth" => DateField::DayOfMonth,
+                "dayofyear" => DateField::DayOfYear,
+                "dayofweek" => DateField::DayOfWeek,
+                _ => DateField::WeekDay,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "date_add" | "date_sub" => match sig {
+            ([Date32, Int8 | Int16 | Int32], Date32) => Arc::new(DateAdd { subtract: name == "date_sub" }),
+            _ => return Err(unsupported()),
+        },
+        "datediff" => match sig {
+            ([Date32, Date32], Int32) => Arc::new(DateDiff),
+            _ => return Err(unsupported()),
+        },
+        "pmod" => match sig {
+            ([l, r], rt) if l == r && l == rt && matches!(l, Int8 | Int16 | Int32 | Int64 | Float32 | Float64) => {
+                if mode == Mode::Try {
+                    return Err(plan_error("pmod has no TRY mode"));
+                }
+                Arc::new(Pmod { ansi: mode == Mode::Ansi })
+            }
+            _ => return Err(unsupported()),
+        },
+        _ => return Err(plan_error(format!("function {name} is not supported natively"))),
+    };
+    let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
+    Ok(QueryContextExpr::wrap(e, f.query_context, &[]))
+}
+
+/// The pattern and escape character are literals (Spark's Like keeps the escape outside its children; a
+/// non-literal pattern is refused on the JVM side).
+fn like_kernel(f: &pb::ScalarFunction) -> Result<Arc<dyn Kernel>> {
+    let literal = |i: usize| -> Result<Option<String>> {
+        match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+            Some(Kind::Literal(l)) => match to_scalar(l)? {
+                datafusion_common::ScalarValue::Utf8(v) => Ok(v),
+                other => Err(plan_error(format!("LIKE argument {i} is {other:?}"))),
+            },
+            _ => Err(plan_error("LIKE with a non-literal pattern is not supported natively")),
+        }
+    };
+    let pattern = literal(1)?;
+    let escape = literal(2)?.ok_or_else(|| plan_error("LIKE without an escape character"))?;
+    let mut chars = escape.chars();
+    let (Some(esc), None) = (chars.next(), chars.next()) else {
+        return Err(plan_error(format!("LIKE escape '{escape}' is not one character")));
+    };
+    Ok(Arc::new(Like::compile(pattern.as_deref(), esc)?))
+}
