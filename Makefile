@@ -57,14 +57,15 @@ test-memory:
 	EMBER_MEMORY_MATRIX=full cargo test -p ember-engine --test memory_matrix
 
 docs:
-	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite -Dember.writeDocs=true
+	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite,org.apache.spark.sql.ember.EmberExpressionsDocsSuite \
+		-Dember.writeDocs=true
 
 # The Rust tests' golden tables, recomputed by Spark 4.1.3's Catalyst expressions (dev/golden/generate.py): the
 # decimal arithmetic and JDK 17 cast tables with the default java (JDK 17), the JDK 25 cast table and
 # jdk_golden.rs with JDK25_HOME (skipped when unset). `git diff` shows what changed.
 JDK25_HOME ?= $(firstword $(wildcard /usr/lib/jvm/*-25-*))
 golden: $(VENV)/bin/spark-submit
-	$(VENV)/bin/python dev/golden/generate.py decimal cast
+	$(VENV)/bin/python dev/golden/generate.py decimal cast functions
 ifneq ($(JDK25_HOME),)
 	JAVA_HOME=$(JDK25_HOME) $(VENV)/bin/python dev/golden/generate.py cast jdk
 else

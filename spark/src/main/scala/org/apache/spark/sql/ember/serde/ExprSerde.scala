@@ -164,6 +164,9 @@ object ExprSerde {
 
       case l: Literal => literal(l.value, l.dataType, tz).map(lit => wrap(_.setLiteral(lit)))
 
+      // Spark's built-in functions: one registry, FunctionSerde (before BinaryArithmetic, which matches Pmod).
+      case f if FunctionSerde.handles(f) => FunctionSerde.convert(f, tz, rec, typ)
+
       case c: BinaryComparison if c.left.dataType != c.right.dataType =>
         Left(s"comparison of ${c.left.dataType.simpleString} with ${c.right.dataType.simpleString}")
       case c: BinaryComparison if !orderable(c.left.dataType) =>
@@ -314,6 +317,42 @@ object ExprSerde {
 
       case other => Left(s"expression ${other.prettyName} is not supported")
     }
+  }
+
+  /**
+   * The Catalyst classes the match in `convertUnchecked` converts itself (not through [[FunctionSerde]]), for
+   * docs/expressions.md: class name → the types it covers. Keep in step with the match.
+   */
+  val coreClasses: Map[String, String] = {
+    val cmp = "orderable types (not nested, UTF8_BINARY strings)"
+    val arith = "numeric and decimal types (see docs/compatibility.md)"
+    Seq(
+      classOf[EqualTo] -> cmp,
+      classOf[EqualNullSafe] -> cmp,
+      classOf[LessThan] -> cmp,
+      classOf[LessThanOrEqual] -> cmp,
+      classOf[GreaterThan] -> cmp,
+      classOf[GreaterThanOrEqual] -> cmp,
+      classOf[And] -> "boolean",
+      classOf[Or] -> "boolean",
+      classOf[Not] -> "boolean",
+      classOf[IsNull] -> "any",
+      classOf[IsNotNull] -> "any",
+      classOf[In] -> "literal lists of orderable types",
+      classOf[CaseWhen] -> "any result type Ember supports",
+      classOf[If] -> "any result type Ember supports",
+      classOf[Coalesce] -> "any result type Ember supports",
+      classOf[Murmur3Hash] -> "atomic types",
+      classOf[XxHash64] -> "atomic types",
+      classOf[Add] -> arith,
+      classOf[Subtract] -> arith,
+      classOf[Multiply] -> arith,
+      classOf[Divide] -> arith,
+      classOf[Remainder] -> arith,
+      classOf[IntegralDivide] -> arith,
+      classOf[UnaryMinus] -> arith,
+      classOf[Cast] -> "the casts CastSupport accepts (see docs/compatibility.md)"
+    ).map { case (c, t) => c.getName -> t }.toMap
   }
 
   /** Types whose comparisons, sort order and IN-membership the native side implements as Spark does. */

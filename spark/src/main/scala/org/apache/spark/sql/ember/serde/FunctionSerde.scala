@@ -1,0 +1,174 @@
+package org.apache.spark.sql.ember.serde
+
+import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.types._
+import org.ember.proto
+
+/**
+ * Spark's built-in functions evaluated natively: one registry entry per Catalyst expression class, sent as a
+ * generic `ScalarFunction` by name (the engine's registry, `planner/functions.rs`, maps the name to a kernel).
+ * The registry is also what `docs/expressions.md` is generated from ([[nativeClasses]]), so the reference
+ * cannot disagree with what the converter does. The engine has the last word ([[EngineSupport]]).
+ */
+object FunctionSerde {
+
+  /**
+   * A native function: the name the engine knows, which argument types it takes (`types`, for the docs), the
+   * arguments to send or why not (an extra literal where Spark keeps an argument outside `children`).
+   */
+  final case class Fn(
+      name: String,
+      types: String,
+      args: Expression => Either[String, Seq[Expression]],
+      mode: Expression => EvalMode.Value = _ => EvalMode.LEGACY
+  )
+
+  private def binaryString(dt: DataType): Boolean = dt match {
+    case s: StringType => s.isUTF8BinaryCollation
+    case _ => false
+  }
+
+  /** The arguments when the first `n` are UTF8_BINARY strings (the others are the ints Spark coerced them to). */
+  private def strings(n: Int)(e: Expression): Either[String, Seq[Expression]] =
+    if (e.children.take(n).forall(c => binaryString(c.dataType))) Right(e.children)
+    else {
+      val types = e.children.map(_.dataType.simpleString).mkString(", ")
+      Left(s"${e.prettyName} over $types (only UTF8_BINARY strings)")
+    }
+
+  private def dates(e: Expression): Either[String, Seq[Expression]] =
+    if (e.children.head.dataType == DateType) Right(e.children)
+    else Left(s"${e.prettyName} of ${e.children.head.dataType.simpleString}")
+
+  private def like(e: Expression): Either[String, Seq[Expression]] = e match {
+    case l @ Like(str, pattern: Literal, escape)
+        if binaryString(str.dataType) && binaryString(pattern.dataType) =>
+      Right(Seq(l.left, pattern, Literal(escape.toString)))
+    case Like(_, _: Literal, _) => Left("LIKE over a non-UTF8_BINARY string")
+    case _ => Left("LIKE with a non-literal pattern")
+  }
+
+  private def pmod(e: Expression): Either[String, Seq[Expression]] = e.dataType match {
+    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => Right(e.children)
+    case other => Left(s"pmod of ${other.simpleString}")
+  }
+
+  private val stringTypes = "string (UTF8_BINARY)"
+
+  val registry: Map[Class[_], Fn] = Map(
+    classOf[Like] -> Fn("like", "string LIKE literal pattern, any escape character", like),
+    classOf[StartsWith] -> Fn("startswith", stringTypes, strings(2)),
+    classOf[EndsWith] -> Fn("endswith", stringTypes, strings(2)),
+    classOf[Contains] -> Fn("contains", stringTypes, strings(2)),
+    classOf[Substring] -> Fn("substring", stringTypes, strings(1)),
+    classOf[Length] -> Fn("length", stringTypes, strings(1)),
+    classOf[OctetLength] -> Fn("octet_length", stringTypes, strings(1)),
+    classOf[BitLength] -> Fn("bit_length", stringTypes, strings(1)),
+    classOf[Year] -> Fn("year", "date (timestamps through Spark's cast to date)", dates),
+    classOf[Quarter] -> Fn("quarter", "date", dates),
+    classOf[Month] -> Fn("month", "date", dates),
+    classOf[DayOfMonth] -> Fn("day", "date", dates),
+    classOf[DayOfYear] -> Fn("dayofyear", "date", dates),
+    classOf[DayOfWeek] -> Fn("dayofweek", "date", dates),
+    classOf[WeekDay] -> Fn("weekday", "date", dates),
+    classOf[DateAdd] -> Fn("date_add", "date, tinyint/smallint/int", dates),
+    classOf[DateSub] -> Fn("date_sub", "date, tinyint/smallint/int", dates),
+    classOf[DateDiff] -> Fn("datediff", "date, date", dates),
+    classOf[Pmod] -> Fn(
+      "pmod",
+      "tinyint/smallint/int/bigint/float/double",
+      pmod,
+      e => e.asInstanceOf[Pmod].evalMode
+    )
+  )
+
+  /** Class names of the expressions this registry converts. */
+  def nativeClasses: Map[String, Fn] = registry.map { case (c, f) => c.getName -> f }
+
+  def handles(e: Expression): Boolean = registry.contains(e.getClass)
+
+  /** `e` (one [[handles]]) as a `ScalarFunction`, its arguments converted by `arg`. */
+  def convert(
+      e: Expression,
+      tz: String,
+      arg: Expression => Either[String, proto.Expr],
+      typ: DataType => Either[String, proto.DataType]
+  ): Either[String, proto.Expr] = {
+    val fn = registry(e.getClass)
+    for {
+      args <- fn.args(e)
+      converted <- args.foldLeft[Either[String, Vec]](Right(Vector.empty))((acc, a) =>
+        acc.flatMap(xs => arg(a).map(xs :+ _))
+      )
+      rt <- typ(e.dataType)
+    } yield {
+      val b = proto.ScalarFunction
+        .newBuilder()
+        .setName(fn.name)
+        .setReturnType(rt)
+        .setEvalMode(ExprSerde.evalMode(fn.mode(e)))
+        .setTimezone(tz)
+        .setQueryContext(QueryContexts.id(e))
+      converted.foreach(b.addArgs)
+      proto.Expr.newBuilder().setScalarFunction(b).build()
+    }
+  }
+
+  private type Vec = Vector[proto.Expr]
+}
+
+/**
+ * docs/expressions.md: every function of Spark's `FunctionRegistry.builtin`, native or not and why, decided by
+ * the converter's own registries ([[FunctionSerde.registry]], [[ExprSerde.coreClasses]]).
+ */
+object ExpressionsDoc {
+  import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
+  import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction
+
+  private val Builder = "ExpressionBuilder"
+
+  private def status(className: String): (String, String) = {
+    val cls = scala.util.Try(Class.forName(className)).toOption
+    def is[T](implicit t: scala.reflect.ClassTag[T]) = cls.exists(t.runtimeClass.isAssignableFrom)
+    // `startswith` is registered as StartsWithExpressionBuilder, which builds a StartsWith: the built class decides.
+    val built = if (className.endsWith(Builder)) className.stripSuffix(Builder) else className
+    FunctionSerde.nativeClasses.get(built) match {
+      case Some(fn) => ("native", fn.types)
+      case None if ExprSerde.coreClasses.contains(className) =>
+        ("native", ExprSerde.coreClasses(className))
+      case None if is[RuntimeReplaceable] =>
+        ("rewritten", "Spark replaces it before planning: native when what it becomes is")
+      case None if is[AggregateFunction] => ("aggregate", "see docs/compatibility.md for native aggregates")
+      case None if className.endsWith(Builder) =>
+        ("rewritten", "Spark builds another expression from the arguments: native when that one is")
+      case None => ("falls back", "no native kernel yet")
+    }
+  }
+
+  def markdown: String = {
+    val names = FunctionRegistry.builtin.listFunction().map(_.funcName).distinct.sorted
+    val entries = names.map { n =>
+      val info = FunctionRegistry.builtin.lookupFunction(org.apache.spark.sql.catalyst.FunctionIdentifier(n))
+      val className = info.map(_.getClassName).getOrElse("")
+      (n, className, status(className))
+    }
+    val rows = entries.map { case (n, className, (s, why)) =>
+      val escaped = n.replace("|", "\\|")
+      s"| `$escaped` | ${className.split('.').last} | $s | $why |"
+    }
+    val counts = entries.groupBy(_._3._1).map { case (k, v) => s"$k: ${v.size}" }.toSeq.sorted
+    (Seq(
+      "# Spark's built-in functions in Ember",
+      "",
+      "Generated by `EmberExpressionsDocsSuite` from the converter's registries (`make docs`); do not edit.",
+      "Every function of Spark 4.1.3's `FunctionRegistry.builtin`: `native` runs in the engine (for the",
+      "argument types listed; other types fall back with the reason), `rewritten` is replaced by Spark before",
+      "planning, `falls back` sends its operator back to Spark.",
+      "",
+      s"Totals: ${counts.mkString(", ")}.",
+      "",
+      "| Function | Expression | Status | Types / reason |",
+      "|---|---|---|---|"
+    ) ++ rows).mkString("", "\n", "\n")
+  }
+}

@@ -1,0 +1,98 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.sql.ember.execution._
+
+/**
+ * Spark's built-in functions Ember evaluates natively (FunctionSerde / planner/functions.rs), Ember off vs on
+ * over random data with nulls, extremes, multi-byte and empty strings, ANSI on and off. One query with many
+ * columns per mode keeps it fast; the kernels' corner cases are the Rust golden tables' (tests/functions_spark.rs).
+ */
+class EmberFunctionsSuite extends EmberQueryTest {
+
+  private lazy val data = DataGen.table(spark, 2000, seed = 11).cache()
+
+  private val projected = Seq(
+    // LIKE: Catalyst makes StartsWith / EndsWith / Contains / EqualTo of the simple patterns.
+    "s LIKE 's1%'",
+    "s LIKE '%0'",
+    "s LIKE '%€%'",
+    "s LIKE 's_1'",
+    "s LIKE 'ä%😀'",
+    "s LIKE '%%'",
+    "s LIKE '_'",
+    "s LIKE 'a!%%' ESCAPE '!'",
+    "s NOT LIKE '%1_'",
+    "startswith(s, 's')",
+    "endswith(s, s)",
+    "contains(s, '€')",
+    "substring(s, 2)",
+    "substring(s, -2, 1)",
+    "substr(s, 0, 3)",
+    "substring(s, i32, i32)",
+    "substring(s, i16, i8)",
+    "length(s)",
+    "char_length(s)",
+    "octet_length(s)",
+    "bit_length(s)",
+    "year(dt)",
+    "month(dt)",
+    "day(dt)",
+    "dayofmonth(dt)",
+    "quarter(dt)",
+    "dayofyear(dt)",
+    "dayofweek(dt)",
+    "weekday(dt)",
+    "extract(YEAR FROM dt)",
+    "date_part('month', dt)",
+    "date_add(dt, i16)",
+    "date_sub(dt, i8)",
+    "date_add(dt, 30)",
+    "datediff(dt, DATE'2000-02-29')",
+    "datediff(DATE'1970-01-01', dt)",
+    "pmod(i32, 7)",
+    "pmod(i64, -3L)",
+    "pmod(i8, 5Y)",
+    "pmod(i16, 7S)",
+    "pmod(f64, 2.5D)",
+    "pmod(f32, -1.5F)",
+    "pmod(xxhash64(id), 16)"
+  )
+
+  test("functions in a projection and a filter, ANSI on and off") {
+    bothAnsiModes { ansi =>
+      val exprs = projected ++ (if (ansi) Nil else Seq("pmod(i64, i64)", "pmod(f64, f64)", "pmod(i32, i8)"))
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("s LIKE '%1%' AND year(dt) > 1990 AND pmod(id, 3L) = 1 AND substring(s, 1, 1) = 's'"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("pmod by zero: REMAINDER_BY_ZERO under ANSI, NULL otherwise") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      checkSparkErrorAndNative(data.selectExpr("pmod(i64, 0L) AS r"), Seq(cls[EmberProjectExec]))
+    }
+    withSQLConf("spark.sql.ansi.enabled" -> "false") {
+      checkSparkAnswerAndNative(data.selectExpr("id", "pmod(i32, 0) AS r"), Seq(cls[EmberProjectExec]))
+    }
+  }
+
+  test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
+    val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
+    val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))
+    val emberError = withEmber(enabled = true)(intercept[Throwable](query().collect()))
+    assert(emberError.getMessage == sparkError.getMessage)
+    withEmber(enabled = true)(assert(nativeNodes(query()).isEmpty))
+  }
+
+  test("empty input") {
+    checkSparkAnswerAndNative(
+      data.where("id < 0").selectExpr("substring(s, 2, 3)", "s LIKE '_%'", "year(dt)", "pmod(i32, 3)"),
+      Seq(cls[EmberProjectExec])
+    )
+  }
+}
