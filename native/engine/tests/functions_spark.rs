@@ -39,10 +39,12 @@ fn arrow_type(t: &str) -> DataType {
 
 fn return_type(name: &str, args: &[DataType]) -> DataType {
     match name {
-        "like" | "startswith" | "endswith" | "contains" => DataType::Boolean,
-        "substring" => DataType::Utf8,
-        "date_add" | "date_sub" => DataType::Date32,
-        "pmod" => args[0].clone(),
+        "like" | "startswith" | "endswith" | "contains" | "isnan" => DataType::Boolean,
+        "substring" | "chr" | "reverse" => DataType::Utf8,
+        "date_add" | "date_sub" | "last_day" => DataType::Date32,
+        "sqrt" | "signum" => DataType::Float64,
+        "pmod" | "bit_and" | "bit_or" | "bit_xor" | "bit_not" | "shiftleft" | "shiftright" | "shiftrightunsigned"
+        | "nanvl" | "greatest" | "least" => args[0].clone(),
         _ => DataType::Int32,
     }
 }
@@ -131,7 +133,13 @@ fn render(a: &ArrayRef, expected: &str) -> String {
         DataType::Int64 => a.as_primitive::<Int64Type>().value(0).to_string(),
         DataType::Date32 => a.as_primitive::<Date32Type>().value(0).to_string(),
         DataType::Float64 => float_text(a.as_primitive::<Float64Type>().value(0), expected),
-        DataType::Float32 => float_text(a.as_primitive::<Float32Type>().value(0) as f64, expected),
+        DataType::Float32 => {
+            let v = a.as_primitive::<Float32Type>().value(0);
+            match expected.parse::<f32>() {
+                Ok(e) if (e.is_nan() && v.is_nan()) || e.to_bits() == v.to_bits() => expected.to_string(),
+                _ => format!("{v:?}"),
+            }
+        }
         t => panic!("unexpected result type {t}"),
     }
 }

@@ -11,9 +11,13 @@ use pb::expr::Kind;
 use super::expr::{create_expr, eval_mode, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
-use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate};
-use crate::expressions::functions::math::Pmod;
-use crate::expressions::functions::strings::{Affix, AffixMatch, Length, LengthUnit, Like, Substring};
+use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay};
+use crate::expressions::functions::math::{
+    BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp, UnaryDouble,
+};
+use crate::expressions::functions::strings::{
+    Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
+};
 use crate::expressions::functions::Kernel;
 use crate::expressions::{FunctionExpr, Mode, QueryContextExpr};
 
@@ -40,6 +44,24 @@ pub const FUNCTIONS: &[&str] = &[
     "date_sub",
     "datediff",
     "pmod",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "bit_not",
+    "shiftleft",
+    "shiftright",
+    "shiftrightunsigned",
+    "isnan",
+    "nanvl",
+    "sqrt",
+    "signum",
+    "greatest",
+    "least",
+    "ascii",
+    "chr",
+    "reverse",
+    "weekofyear",
+    "last_day",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -79,18 +101,21 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             })),
             _ => return Err(unsupported()),
         },
-        "year" | "quarter" | "month" | "day" | "dayofmonth" | "dayofyear" | "dayofweek" | "weekday" => match sig {
-            ([Date32], Int32) => Arc::new(ExtractDate(match name {
-                "year" => DateField::Year,
-                "quarter" => DateField::Quarter,
-                "month" => DateField::Month,
-                "day" | "dayofmonth" => DateField::DayOfMonth,
-                "dayofyear" => DateField::DayOfYear,
-                "dayofweek" => DateField::DayOfWeek,
-                _ => DateField::WeekDay,
-            })),
-            _ => return Err(unsupported()),
-        },
+        "year" | "quarter" | "month" | "day" | "dayofmonth" | "dayofyear" | "dayofweek" | "weekday" | "weekofyear" => {
+            match sig {
+                ([Date32], Int32) => Arc::new(ExtractDate(match name {
+                    "year" => DateField::Year,
+                    "quarter" => DateField::Quarter,
+                    "month" => DateField::Month,
+                    "day" | "dayofmonth" => DateField::DayOfMonth,
+                    "dayofyear" => DateField::DayOfYear,
+                    "dayofweek" => DateField::DayOfWeek,
+                    "weekday" => DateField::WeekDay,
+                    _ => DateField::WeekOfYear,
+                })),
+                _ => return Err(unsupported()),
+            }
+        }
         "date_add" | "date_sub" => match sig {
             ([Date32, Int8 | Int16 | Int32], Date32) => Arc::new(DateAdd { subtract: name == "date_sub" }),
             _ => return Err(unsupported()),
@@ -108,10 +133,77 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             }
             _ => return Err(unsupported()),
         },
+        "bit_and" | "bit_or" | "bit_xor" => match sig {
+            ([l, r], rt) if l == r && l == rt && is_int(l) => Arc::new(Bitwise(match name {
+                "bit_and" => BitOp::And,
+                "bit_or" => BitOp::Or,
+                _ => BitOp::Xor,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "bit_not" => match sig {
+            ([t], rt) if t == rt && is_int(t) => Arc::new(BitwiseNot),
+            _ => return Err(unsupported()),
+        },
+        "shiftleft" | "shiftright" | "shiftrightunsigned" => match sig {
+            ([l @ (Int32 | Int64), Int32], rt) if l == rt => Arc::new(Shift(match name {
+                "shiftleft" => ShiftOp::Left,
+                "shiftright" => ShiftOp::Right,
+                _ => ShiftOp::RightUnsigned,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "isnan" => match sig {
+            ([Float32 | Float64], Boolean) => Arc::new(IsNaN),
+            _ => return Err(unsupported()),
+        },
+        "nanvl" => match sig {
+            ([l @ (Float32 | Float64), r], rt) if l == r && l == rt => Arc::new(NaNvl),
+            _ => return Err(unsupported()),
+        },
+        "sqrt" | "signum" => match sig {
+            ([Float64], Float64) => {
+                Arc::new(UnaryDouble(if name == "sqrt" { DoubleFn::Sqrt } else { DoubleFn::Signum }))
+            }
+            _ => return Err(unsupported()),
+        },
+        "greatest" | "least" => match sig {
+            (ts, rt)
+                if ts.len() >= 2
+                    && ts.iter().all(|t| t == rt)
+                    && matches!(
+                        rt,
+                        Boolean | Int8 | Int16 | Int32 | Int64 | Decimal128(_, _) | Date32 | Utf8 | Binary
+                    ) =>
+            {
+                Arc::new(Extremum { greatest: name == "greatest" })
+            }
+            _ => return Err(unsupported()),
+        },
+        "ascii" => match sig {
+            ([Utf8], Int32) => Arc::new(Ascii),
+            _ => return Err(unsupported()),
+        },
+        "chr" => match sig {
+            ([Int64], Utf8) => Arc::new(Chr),
+            _ => return Err(unsupported()),
+        },
+        "reverse" => match sig {
+            ([Utf8], Utf8) => Arc::new(Reverse),
+            _ => return Err(unsupported()),
+        },
+        "last_day" => match sig {
+            ([Date32], Date32) => Arc::new(LastDay),
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
     Ok(QueryContextExpr::wrap(e, f.query_context, &[]))
+}
+
+fn is_int(t: &DataType) -> bool {
+    matches!(t, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
 }
 
 /// The pattern and escape character are literals (Spark's Like keeps the escape outside its children; a

@@ -15,7 +15,11 @@ use super::Kernel;
 
 /// (year, month 1..=12, day 1..=31) of a day number (Howard Hinnant's `civil_from_days`), exact for every i32.
 pub fn civil_from_days(days: i32) -> (i64, u32, u32) {
-    let z = days as i64 + 719_468;
+    civil_from_days64(days as i64)
+}
+
+fn civil_from_days64(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
@@ -50,6 +54,8 @@ pub enum DateField {
     DayOfWeek,
     /// 0 = Monday … 6 = Sunday.
     WeekDay,
+    /// ISO 8601 week of the week-based year (`IsoFields.WEEK_OF_WEEK_BASED_YEAR`).
+    WeekOfYear,
 }
 
 impl DateField {
@@ -57,6 +63,7 @@ impl DateField {
         match self {
             DateField::DayOfWeek => (days as i64 + 4).rem_euclid(7) as i32 + 1,
             DateField::WeekDay => (days as i64 + 3).rem_euclid(7) as i32,
+            DateField::WeekOfYear => iso_week(days),
             _ => {
                 let (y, m, d) = civil_from_days(days);
                 match self {
@@ -70,6 +77,15 @@ impl DateField {
             }
         }
     }
+}
+
+/// ISO week: the week (Monday first) holding the year's first Thursday is week 1.
+fn iso_week(days: i32) -> i32 {
+    let d = days as i64;
+    // The Thursday of this ISO week decides its year.
+    let thursday = d - (d + 3).rem_euclid(7) + 3;
+    let (y, _, _) = civil_from_days64(thursday);
+    ((thursday - days_from_civil(y, 1, 1)) / 7 + 1) as i32
 }
 
 fn dates(a: &ArrayRef) -> Result<&Date32Array> {
@@ -106,6 +122,29 @@ impl Kernel for DateAdd {
         let out: Date32Array =
             arrow::compute::binary(start, n, |d, k| if sub { d.wrapping_sub(k) } else { d.wrapping_add(k) })?;
         Ok(Arc::new(out))
+    }
+}
+
+/// `last_day(date)`: the last day of its month.
+#[derive(Debug)]
+pub struct LastDay;
+
+impl Kernel for LastDay {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let d = dates(&args[0])?;
+        let mut out: Vec<Option<i32>> = Vec::with_capacity(d.len());
+        for v in d.iter() {
+            out.push(match v {
+                None => None,
+                Some(v) => {
+                    let (y, m, _) = civil_from_days(v);
+                    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+                    // Past the int range (the last month of it) Spark's `toInt` wraps: so does Ember.
+                    Some((days_from_civil(ny, nm, 1) - 1) as i32)
+                }
+            });
+        }
+        Ok(Arc::new(Date32Array::from(out)))
     }
 }
 

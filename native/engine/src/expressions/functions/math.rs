@@ -98,3 +98,258 @@ impl Kernel for Pmod {
         }
     }
 }
+
+/// `&`, `|`, `^` over two integers of one type (Java's operators: no overflow possible).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitOp {
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug)]
+pub struct Bitwise(pub BitOp);
+
+macro_rules! int_dispatch {
+    ($dt:expr, $f:ident, $($arg:expr),*) => {
+        match $dt {
+            DataType::Int8 => $f::<Int8Type>($($arg),*),
+            DataType::Int16 => $f::<Int16Type>($($arg),*),
+            DataType::Int32 => $f::<Int32Type>($($arg),*),
+            DataType::Int64 => $f::<Int64Type>($($arg),*),
+            t => internal_err!("integer function over {t}"),
+        }
+    };
+}
+
+fn bitwise<T: ArrowPrimitiveType>(l: &ArrayRef, r: &ArrayRef, op: BitOp) -> Result<ArrayRef>
+where
+    T::Native: std::ops::BitAnd<Output = T::Native>
+        + std::ops::BitOr<Output = T::Native>
+        + std::ops::BitXor<Output = T::Native>,
+{
+    let out: PrimitiveArray<T> =
+        arrow::compute::binary(l.as_primitive::<T>(), r.as_primitive::<T>(), |a, b| match op {
+            BitOp::And => a & b,
+            BitOp::Or => a | b,
+            BitOp::Xor => a ^ b,
+        })?;
+    Ok(Arc::new(out))
+}
+
+impl Kernel for Bitwise {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        int_dispatch!(args[0].data_type(), bitwise, &args[0], &args[1], self.0)
+    }
+}
+
+/// `~`.
+#[derive(Debug)]
+pub struct BitwiseNot;
+
+fn bitwise_not<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<ArrayRef>
+where
+    T::Native: std::ops::Not<Output = T::Native>,
+{
+    let out: PrimitiveArray<T> = a.as_primitive::<T>().unary(|v| !v);
+    Ok(Arc::new(out))
+}
+
+impl Kernel for BitwiseNot {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        int_dispatch!(args[0].data_type(), bitwise_not, &args[0])
+    }
+}
+
+/// `shiftleft` / `shiftright` / `shiftrightunsigned` of an INT or BIGINT by an INT: Java's `<<`, `>>`, `>>>`,
+/// which use only the low 5 (int) or 6 (long) bits of the shift distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShiftOp {
+    Left,
+    Right,
+    RightUnsigned,
+}
+
+#[derive(Debug)]
+pub struct Shift(pub ShiftOp);
+
+impl Kernel for Shift {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let n = args[1].as_primitive::<Int32Type>();
+        let op = self.0;
+        Ok(match args[0].data_type() {
+            DataType::Int32 => {
+                let out: PrimitiveArray<Int32Type> =
+                    arrow::compute::binary(args[0].as_primitive::<Int32Type>(), n, |a, s| {
+                        let s = (s & 31) as u32;
+                        match op {
+                            ShiftOp::Left => a.wrapping_shl(s),
+                            ShiftOp::Right => a >> s,
+                            ShiftOp::RightUnsigned => ((a as u32) >> s) as i32,
+                        }
+                    })?;
+                Arc::new(out)
+            }
+            DataType::Int64 => {
+                let out: PrimitiveArray<Int64Type> =
+                    arrow::compute::binary(args[0].as_primitive::<Int64Type>(), n, |a, s| {
+                        let s = (s & 63) as u32;
+                        match op {
+                            ShiftOp::Left => a.wrapping_shl(s),
+                            ShiftOp::Right => a >> s,
+                            ShiftOp::RightUnsigned => ((a as u64) >> s) as i64,
+                        }
+                    })?;
+                Arc::new(out)
+            }
+            t => return internal_err!("shift of {t}"),
+        })
+    }
+}
+
+/// `isnan(x)`: never NULL (NULL is not NaN).
+#[derive(Debug)]
+pub struct IsNaN;
+
+impl Kernel for IsNaN {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let a = &args[0];
+        let out: arrow::array::BooleanArray = match a.data_type() {
+            DataType::Float64 => {
+                let a = a.as_primitive::<Float64Type>();
+                (0..a.len()).map(|i| Some(a.is_valid(i) && a.value(i).is_nan())).collect()
+            }
+            DataType::Float32 => {
+                let a = a.as_primitive::<Float32Type>();
+                (0..a.len()).map(|i| Some(a.is_valid(i) && a.value(i).is_nan())).collect()
+            }
+            t => return internal_err!("isnan of {t}"),
+        };
+        Ok(Arc::new(out))
+    }
+}
+
+/// `nanvl(a, b)`: `b` where `a` is NaN, else `a` (NULL `a` stays NULL).
+#[derive(Debug)]
+pub struct NaNvl;
+
+fn nanvl<T: ArrowPrimitiveType>(l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef>
+where
+    T::Native: num_like::IsNan,
+{
+    let (l, r) = (l.as_primitive::<T>(), r.as_primitive::<T>());
+    let out: PrimitiveArray<T> = (0..l.len())
+        .map(|i| {
+            if l.is_null(i) {
+                None
+            } else if num_like::IsNan::is_nan(l.value(i)) {
+                r.is_valid(i).then(|| r.value(i))
+            } else {
+                Some(l.value(i))
+            }
+        })
+        .collect();
+    Ok(Arc::new(out))
+}
+
+mod num_like {
+    pub trait IsNan: Copy {
+        fn is_nan(self) -> bool;
+    }
+    impl IsNan for f32 {
+        fn is_nan(self) -> bool {
+            f32::is_nan(self)
+        }
+    }
+    impl IsNan for f64 {
+        fn is_nan(self) -> bool {
+            f64::is_nan(self)
+        }
+    }
+}
+
+impl Kernel for NaNvl {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        match args[0].data_type() {
+            DataType::Float64 => nanvl::<Float64Type>(&args[0], &args[1]),
+            DataType::Float32 => nanvl::<Float32Type>(&args[0], &args[1]),
+            t => internal_err!("nanvl of {t}"),
+        }
+    }
+}
+
+/// DOUBLE → DOUBLE functions whose results are exactly Java's: `sqrt` (IEEE 754 correctly rounded in both) and
+/// `signum` (`Math.signum`: ±0.0 and NaN unchanged). Others (`cbrt`, `exp`, `ln`, trig…) are not here: Java's
+/// `StrictMath`/`Math` and the platform libm may differ in the last bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoubleFn {
+    Sqrt,
+    Signum,
+}
+
+#[derive(Debug)]
+pub struct UnaryDouble(pub DoubleFn);
+
+impl Kernel for UnaryDouble {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let f = self.0;
+        let out: PrimitiveArray<Float64Type> = args[0].as_primitive::<Float64Type>().unary(|v| match f {
+            DoubleFn::Sqrt => v.sqrt(),
+            DoubleFn::Signum => {
+                if v > 0.0 {
+                    1.0
+                } else if v < 0.0 {
+                    -1.0
+                } else {
+                    v
+                }
+            }
+        });
+        Ok(Arc::new(out))
+    }
+}
+
+/// `greatest` / `least` of arguments of one orderable type (not floats: Spark ties -0.0 with 0.0 and keeps the
+/// first, Arrow's order does not): NULLs skipped, NULL only when all are; on ties the earlier argument wins.
+#[derive(Debug)]
+pub struct Extremum {
+    pub greatest: bool,
+}
+
+impl Kernel for Extremum {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        use arrow::array::make_comparator;
+        use arrow::compute::SortOptions;
+        let rows = args[0].len();
+        // cmps[k][b]: argument k against argument b, row by row (the same row of both).
+        let cmps = args
+            .iter()
+            .map(|a| args.iter().map(|b| make_comparator(a.as_ref(), b.as_ref(), SortOptions::default())).collect())
+            .collect::<std::result::Result<Vec<Vec<_>>, _>>()?;
+        let mut indices: Vec<(usize, usize)> = Vec::with_capacity(rows);
+        for i in 0..rows {
+            let mut best: Option<usize> = None;
+            for (k, a) in args.iter().enumerate() {
+                if a.is_null(i) {
+                    continue;
+                }
+                best = Some(match best {
+                    None => k,
+                    Some(b) => {
+                        let c = cmps[k][b](i, i);
+                        let wanted = if self.greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+                        if c == wanted {
+                            k
+                        } else {
+                            b
+                        }
+                    }
+                });
+            }
+            // A row where every argument is NULL takes argument 0's NULL.
+            indices.push((best.unwrap_or(0), i));
+        }
+        let refs: Vec<&dyn Array> = args.iter().map(|a| a.as_ref()).collect();
+        Ok(arrow::compute::interleave(&refs, &indices)?)
+    }
+}

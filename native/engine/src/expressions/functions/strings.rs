@@ -269,3 +269,53 @@ mod tests {
         assert_eq!(substring_range(5, 3, -1), None);
     }
 }
+
+/// `ascii(str)`: the first character's code point (0 for an empty string), as Spark's `Ascii`.
+#[derive(Debug)]
+pub struct Ascii;
+
+impl Kernel for Ascii {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let out: Int32Array =
+            strings(&args[0])?.iter().map(|v| v.map(|v| v.chars().next().map_or(0, |c| c as i32))).collect();
+        Ok(Arc::new(out))
+    }
+}
+
+/// `chr(n)` / `char(n)` of a BIGINT: "" for a negative n, else the character `n & 0xFF` (Latin-1), as Spark's
+/// `Chr`.
+#[derive(Debug)]
+pub struct Chr;
+
+impl Kernel for Chr {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let n = args[0].as_primitive::<arrow::datatypes::Int64Type>();
+        let mut out = StringBuilder::with_capacity(n.len(), n.len() * 2);
+        for v in n.iter() {
+            match v {
+                None => out.append_null(),
+                Some(v) if v < 0 => out.append_value(""),
+                Some(v) => out.append_value(char::from((v & 0xFF) as u8).to_string()),
+            }
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}
+
+/// `reverse(str)`: the code points in reverse order (`UTF8String.reverse`).
+#[derive(Debug)]
+pub struct Reverse;
+
+impl Kernel for Reverse {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let s = strings(&args[0])?;
+        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+        for v in s.iter() {
+            match v {
+                None => out.append_null(),
+                Some(v) => out.append_value(v.chars().rev().collect::<String>()),
+            }
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}

@@ -53,7 +53,18 @@ object FunctionSerde {
     case other => Left(s"pmod of ${other.simpleString}")
   }
 
+  /** The arguments as they are; the engine checks their types (its refusal is the fallback reason). */
+  private def all(e: Expression): Either[String, Seq[Expression]] = Right(e.children)
+
+  private def extremum(e: Expression): Either[String, Seq[Expression]] = e.dataType match {
+    case FloatType | DoubleType =>
+      Left(s"${e.prettyName} of ${e.dataType.simpleString} (Spark ties -0.0 with 0.0)")
+    case s: StringType if !s.isUTF8BinaryCollation => Left(s"${e.prettyName} of ${s.simpleString}")
+    case _ => Right(e.children)
+  }
+
   private val stringTypes = "string (UTF8_BINARY)"
+  private val ints = "tinyint/smallint/int/bigint"
 
   val registry: Map[Class[_], Fn] = Map(
     classOf[Like] -> Fn("like", "string LIKE literal pattern, any escape character", like),
@@ -79,7 +90,29 @@ object FunctionSerde {
       "tinyint/smallint/int/bigint/float/double",
       pmod,
       e => e.asInstanceOf[Pmod].evalMode
-    )
+    ),
+    classOf[BitwiseAnd] -> Fn("bit_and", ints, all),
+    classOf[BitwiseOr] -> Fn("bit_or", ints, all),
+    classOf[BitwiseXor] -> Fn("bit_xor", ints, all),
+    classOf[BitwiseNot] -> Fn("bit_not", ints, all),
+    classOf[ShiftLeft] -> Fn("shiftleft", "int/bigint, int", all),
+    classOf[ShiftRight] -> Fn("shiftright", "int/bigint, int", all),
+    classOf[ShiftRightUnsigned] -> Fn("shiftrightunsigned", "int/bigint, int", all),
+    classOf[IsNaN] -> Fn("isnan", "float/double", all),
+    classOf[NaNvl] -> Fn("nanvl", "float/double", all),
+    classOf[Sqrt] -> Fn("sqrt", "double", all),
+    classOf[Signum] -> Fn("signum", "double", all),
+    classOf[Greatest] -> Fn(
+      "greatest",
+      "boolean, integers, decimal, date, string (UTF8_BINARY), binary",
+      extremum
+    ),
+    classOf[Least] -> Fn("least", "boolean, integers, decimal, date, string (UTF8_BINARY), binary", extremum),
+    classOf[Ascii] -> Fn("ascii", stringTypes, strings(1)),
+    classOf[Chr] -> Fn("chr", "bigint", all),
+    classOf[Reverse] -> Fn("reverse", stringTypes, strings(1)),
+    classOf[WeekOfYear] -> Fn("weekofyear", "date", dates),
+    classOf[LastDay] -> Fn("last_day", "date", dates)
   )
 
   /** Class names of the expressions this registry converts. */
