@@ -324,6 +324,8 @@ def function_builders(spark):
         "reverse": lambda a, m, v: E.Reverse(a[0]),
         "weekofyear": lambda a, m, v: E.WeekOfYear(a[0]),
         "last_day": lambda a, m, v: E.LastDay(a[0]),
+        "abs": lambda a, m, v: E.Abs(a[0], m == spark.modes[1]),
+        "trunc": lambda a, m, v: E.TruncDate(a[0], a[1]),
     }
 
 

@@ -41,10 +41,10 @@ fn return_type(name: &str, args: &[DataType]) -> DataType {
     match name {
         "like" | "startswith" | "endswith" | "contains" | "isnan" => DataType::Boolean,
         "substring" | "chr" | "reverse" => DataType::Utf8,
-        "date_add" | "date_sub" | "last_day" => DataType::Date32,
+        "date_add" | "date_sub" | "last_day" | "trunc" => DataType::Date32,
         "sqrt" | "signum" => DataType::Float64,
         "pmod" | "bit_and" | "bit_or" | "bit_xor" | "bit_not" | "shiftleft" | "shiftright" | "shiftrightunsigned"
-        | "nanvl" | "greatest" | "least" => args[0].clone(),
+        | "nanvl" | "greatest" | "least" | "abs" => args[0].clone(),
         _ => DataType::Int32,
     }
 }

@@ -11,9 +11,9 @@ use pb::expr::Kind;
 use super::expr::{create_expr, eval_mode, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
-use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay};
+use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay, TruncDate};
 use crate::expressions::functions::math::{
-    BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp, UnaryDouble,
+    Abs, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp, UnaryDouble,
 };
 use crate::expressions::functions::strings::{
     Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
@@ -62,6 +62,8 @@ pub const FUNCTIONS: &[&str] = &[
     "reverse",
     "weekofyear",
     "last_day",
+    "trunc",
+    "abs",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -190,6 +192,19 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         },
         "reverse" => match sig {
             ([Utf8], Utf8) => Arc::new(Reverse),
+            _ => return Err(unsupported()),
+        },
+        "trunc" => match sig {
+            ([Date32, Utf8], Date32) => Arc::new(TruncDate),
+            _ => return Err(unsupported()),
+        },
+        "abs" => match sig {
+            ([t], rt) if t == rt && matches!(t, Int8 | Int16 | Int32 | Int64 | Float32 | Float64) => {
+                if mode == Mode::Try {
+                    return Err(plan_error("abs has no TRY mode"));
+                }
+                Arc::new(Abs { ansi: mode == Mode::Ansi })
+            }
             _ => return Err(unsupported()),
         },
         "last_day" => match sig {

@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, Date32Type, Int32Type};
 use datafusion_common::{internal_err, Result};
 
 use super::Kernel;
+use crate::error::SparkError;
 
 /// (year, month 1..=12, day 1..=31) of a day number (Howard Hinnant's `civil_from_days`), exact for every i32.
 pub fn civil_from_days(days: i32) -> (i64, u32, u32) {
@@ -142,6 +143,64 @@ impl Kernel for LastDay {
                     // Past the int range (the last month of it) Spark's `toInt` wraps: so does Ember.
                     Some((days_from_civil(ny, nm, 1) - 1) as i32)
                 }
+            });
+        }
+        Ok(Arc::new(Date32Array::from(out)))
+    }
+}
+
+/// `trunc(date, format)`: the first day of the date's year (`YEAR`/`YYYY`/`YY`), quarter (`QUARTER`), month
+/// (`MONTH`/`MON`/`MM`) or ISO week (`WEEK`), the format case-insensitive; NULL for any other format. Spark's
+/// `truncDate` arithmetic, int wrapping included (`days - dayInYear + 1`, …); a quarter start outside the int
+/// range raises `ARITHMETIC_OVERFLOW` (Java's `toIntExact`) in every mode.
+#[derive(Debug)]
+pub struct TruncDate;
+
+#[derive(Debug, Clone, Copy)]
+enum TruncLevel {
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+fn trunc_level(format: &str) -> Option<TruncLevel> {
+    match format.to_uppercase().as_str() {
+        "WEEK" => Some(TruncLevel::Week),
+        "MON" | "MONTH" | "MM" => Some(TruncLevel::Month),
+        "QUARTER" => Some(TruncLevel::Quarter),
+        "YEAR" | "YYYY" | "YY" => Some(TruncLevel::Year),
+        _ => None,
+    }
+}
+
+fn trunc_date(days: i32, level: TruncLevel) -> Result<i32> {
+    Ok(match level {
+        TruncLevel::Week => {
+            // getNextDateForDayOfWeek(days - 7, MONDAY = 4), in Java int arithmetic.
+            let start = days.wrapping_sub(7);
+            start.wrapping_add(1).wrapping_add(((4i32 - 1).wrapping_sub(start) % 7 + 7) % 7)
+        }
+        TruncLevel::Month => days.wrapping_sub(DateField::DayOfMonth.of(days)).wrapping_add(1),
+        TruncLevel::Year => days.wrapping_sub(DateField::DayOfYear.of(days)).wrapping_add(1),
+        TruncLevel::Quarter => {
+            let (y, m, _) = civil_from_days(days);
+            let first = days_from_civil(y, (m - 1) / 3 * 3 + 1, 1);
+            i32::try_from(first)
+                .map_err(|_| SparkError::arithmetic_overflow("integer overflow", "").into_datafusion())?
+        }
+    })
+}
+
+impl Kernel for TruncDate {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let d = dates(&args[0])?;
+        let f = args[1].as_string::<i32>();
+        let mut out: Vec<Option<i32>> = Vec::with_capacity(d.len());
+        for i in 0..d.len() {
+            out.push(match (d.is_valid(i), f.is_valid(i).then(|| trunc_level(f.value(i))).flatten()) {
+                (true, Some(level)) => Some(trunc_date(d.value(i), level)?),
+                _ => None,
             });
         }
         Ok(Arc::new(Date32Array::from(out)))

@@ -112,7 +112,14 @@ object FunctionSerde {
     classOf[Chr] -> Fn("chr", "bigint", all),
     classOf[Reverse] -> Fn("reverse", stringTypes, strings(1)),
     classOf[WeekOfYear] -> Fn("weekofyear", "date", dates),
-    classOf[LastDay] -> Fn("last_day", "date", dates)
+    classOf[LastDay] -> Fn("last_day", "date", dates),
+    classOf[TruncDate] -> Fn("trunc", "date, string format", dates),
+    classOf[Abs] -> Fn(
+      "abs",
+      "tinyint/smallint/int/bigint/float/double",
+      all,
+      e => if (e.asInstanceOf[Abs].failOnError) EvalMode.ANSI else EvalMode.LEGACY
+    )
   )
 
   /** Class names of the expressions this registry converts. */
