@@ -161,7 +161,10 @@ case class EmberBroadcastExchangeExec(mode: BroadcastMode, child: SparkPlan, nat
 
   /** The broadcast blocks, waiting for them as Spark's exchange waits (`spark.sql.broadcastTimeout`). */
   def blocks(): broadcast.Broadcast[EmberBroadcastBlocks] =
-    try relationFuture.get(timeoutSeconds, TimeUnit.SECONDS).asInstanceOf[broadcast.Broadcast[EmberBroadcastBlocks]]
+    try
+      relationFuture
+        .get(timeoutSeconds, TimeUnit.SECONDS)
+        .asInstanceOf[broadcast.Broadcast[EmberBroadcastBlocks]]
     catch {
       case ex: TimeoutException =>
         logError(s"Could not execute broadcast in $timeoutSeconds secs.", ex)

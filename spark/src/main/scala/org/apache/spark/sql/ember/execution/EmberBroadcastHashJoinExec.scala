@@ -34,7 +34,16 @@ case class EmberBroadcastHashJoinExec(
 
   /** Spark's node over the same children, for what Spark derives from them. */
   @transient private lazy val spark =
-    BroadcastHashJoinExec(leftKeys, rightKeys, joinType, buildSide, condition, left, right, isNullAwareAntiJoin)
+    BroadcastHashJoinExec(
+      leftKeys,
+      rightKeys,
+      joinType,
+      buildSide,
+      condition,
+      left,
+      right,
+      isNullAwareAntiJoin
+    )
 
   override def output: Seq[Attribute] = spark.output
 
@@ -69,7 +78,9 @@ case class EmberBroadcastHashJoinExec(
       if (exchange.rowCount() == 0) None
       else if (exchange.anyNullKey()) Some(Literal(false))
       else Some(IsNotNull(leftKeys.head))
-    predicate.map(p => ExprSerde.convert(p, left.output).fold(r => throw new IllegalStateException(r), identity))
+    predicate.map(p =>
+      ExprSerde.convert(p, left.output).fold(r => throw new IllegalStateException(r), identity)
+    )
   }
 
   override def simpleString(maxFields: Int): String =
