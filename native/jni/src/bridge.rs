@@ -186,7 +186,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_initLogging<'l>(
 /// Input `i` is what the kind of the plan's Input leaf `i` says: an exported `ArrowArrayStream` at address
 /// `input_streams[i]` (whose ownership moves here, `row_sources[i]` null), or the object `row_sources[i]`: an
 /// `UnsafeRowSource` (`int nextRows()` packs the Spark child's next `UnsafeRow`s into `packed`, -1 at the end,
-/// decoded here), a `ShuffleBlockSource` (the same calls, Arrow IPC shuffle blocks), a `RangeSource` (a slice of
+/// decoded here), a `ShuffleBlockSource` or `BroadcastBlockSource` (the same calls, Arrow IPC blocks), a `RangeSource` (a slice of
 /// `spark.range` generated here), a `ParquetSource` (the task's Parquet file splits, read here). Returns the plan
 /// handle.
 #[unsafe(no_mangle)]
@@ -288,8 +288,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     .map_err(|e| BridgeError::Invalid(e.to_string()))?;
                     inputs.push(Box::new(reader));
                 }
-                InputKind::ShuffleBlocks => {
-                    // A `ShuffleBlockSource`: Arrow IPC shuffle blocks, decoded here.
+                InputKind::ShuffleBlocks | InputKind::BroadcastBlocks => {
+                    // A `ShuffleBlockSource` or `BroadcastBlockSource`: Arrow IPC blocks, decoded here.
                     let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
                 }

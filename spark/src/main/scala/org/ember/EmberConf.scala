@@ -303,6 +303,23 @@ object EmberConf {
       "says why)."
   )
 
+  val EXEC_BROADCAST_EXCHANGE: Entry[Boolean] = bool(
+    "spark.ember.exec.broadcastExchange.enabled",
+    default = true,
+    "Run a hash join's `BroadcastExchangeExec` as `EmberBroadcastExchangeExec`: the child runs natively and its " +
+      "rows are broadcast as Arrow IPC blocks (compressed by Spark's broadcast), which a native broadcast hash " +
+      "join reads without a row conversion. A broadcast join left to Spark gets Spark's own relation, built on " +
+      "the driver from the blocks."
+  )
+
+  val EXEC_BROADCAST_HASH_JOIN: Entry[Boolean] = bool(
+    "spark.ember.exec.broadcastHashJoin.enabled",
+    default = true,
+    "Run `BroadcastHashJoinExec` natively (as `EmberBroadcastHashJoinExec`, the spilling hash join over the " +
+      "blocks of `EmberBroadcastExchangeExec`): each task builds its hash table from the broadcast blocks, " +
+      "null-aware anti joins (`NOT IN`) included."
+  )
+
   val EXEC_SHUFFLE: Entry[Boolean] = bool(
     "spark.ember.exec.shuffle.enabled",
     default = true,

@@ -63,7 +63,31 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
       case _ =>
     }
+    markOrderedBroadcastJoins(p)
   }
+
+  /**
+   * A broadcast hash join passes its streamed side's order on, and the native one does not: one whose order a
+   * node above relies on (directly or through nodes that pass the order on) stays in Spark.
+   */
+  private def markOrderedBroadcastJoins(p: SparkPlan): Unit = {
+    def down(c: SparkPlan, reason: String): Unit = if (c.outputOrdering.nonEmpty) {
+      c match {
+        case j: joins.BroadcastHashJoinExec =>
+          j.setTagValue(BroadcastOrderNeeded, ())
+          tag(j, reason)
+        case _ =>
+      }
+      c.children.foreach(down(_, reason))
+    }
+    p.children.zip(p.requiredChildOrdering).foreach {
+      case (c, required) if required.nonEmpty =>
+        down(c, s"${p.nodeName} above needs the broadcast join's output order")
+      case _ =>
+    }
+  }
+
+  private val BroadcastOrderNeeded = TreeNodeTag[Unit]("ember.bhjOrderNeeded")
 
   private def tag(p: SparkPlan, reason: String): Unit = {
     val existing = fallbackReasons(p)
@@ -75,8 +99,9 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case other => EmberInputExec(other)
   }
 
-  /** How many Spark inputs the native block topped by `p` would read. */
+  /** How many Spark RDD inputs the native block topped by `p` would read (broadcasts are read by every task). */
   private def blockInputs(p: SparkPlan): Int = p match {
+    case EmberInputExec(c) if EmberBroadcastExchangeExec.of(c).isDefined => 0
     case _: EmberInputExec => 1
     case e: EmberExec => e.children.map(blockInputs).sum
     case _ => 1
@@ -91,6 +116,12 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     val (l, r) = (native(left), native(right))
     def own(c: SparkPlan) = if (blockInputs(c) > 1) EmberInputExec(c) else c
     if (blockInputs(l) + blockInputs(r) <= 2) (l, r) else (own(l), own(r))
+  }
+
+  /** A native broadcast join's streamed side: its own native plan when it already reads two RDD inputs. */
+  private def streamedChild(streamed: SparkPlan): SparkPlan = {
+    val s = native(streamed)
+    if (blockInputs(s) > 2) EmberInputExec(s) else s
   }
 
   private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(
@@ -188,6 +219,28 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           op
         )
       )
+    case b: exchange.BroadcastExchangeExec =>
+      attempt(b, BroadcastExchangeSerde)(op => EmberBroadcastExchangeExec(b.mode, native(b.child), op))
+    case j: joins.BroadcastHashJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>
+      attempt(j, BroadcastHashJoinSerde) { op =>
+        val (left, right) = j.buildSide match {
+          case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(j.left), streamedChild(j.right))
+          case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(j.left), native(j.right))
+        }
+        EmberBroadcastHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          j.buildSide,
+          j.condition,
+          left,
+          right,
+          j.isNullAwareAntiJoin,
+          op
+        )
+      }
+    // Tagged with the reason by markOrderedBroadcastJoins.
+    case j: joins.BroadcastHashJoinExec => j
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

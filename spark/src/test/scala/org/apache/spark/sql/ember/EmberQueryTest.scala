@@ -130,7 +130,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
     classOf[EmberPrefixWindowExec] -> classOf[WindowExec],
     classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
-    classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
+    classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec],
+    classOf[EmberBroadcastHashJoinExec] -> classOf[joins.BroadcastHashJoinExec]
   )
 
   /**

@@ -4,6 +4,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.reflect.ClassTag
 import scala.jdk.CollectionConverters._
 
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
@@ -188,7 +189,21 @@ object EmberBlock {
               throw new IllegalStateException(s"native ${node.nodeName} over non-native ${other.nodeName}")
           }
       }
-      b.build()
+      node match {
+        case j: EmberBroadcastHashJoinExec if j.isNullAwareAntiJoin =>
+          // The filter that makes the anti join null-aware (its id matches no node: no metrics of its own).
+          j.nullAwareFilter() match {
+            case Some(p) =>
+              proto.Operator
+                .newBuilder()
+                .setId(Int.MaxValue)
+                .setFilter(proto.Filter.newBuilder().setPredicate(p))
+                .addChildren(b.build())
+                .build()
+            case None => b.build()
+          }
+        case _ => b.build()
+      }
     }
     val root = walk(top)
     val conf = SQLConf.get
@@ -248,38 +263,51 @@ object EmberBlock {
     val inputSchemas = built.inputs.map(_.child.schema)
     val queryContexts = QueryContexts.of(built.nodes)
     val nativeRange = EmberConf.EXEC_RANGE.get()
-    // Each input's RDD and how it reaches the native side (the Input leaf's kind, which the bridge follows).
-    val (rdds, kinds) = built.inputs.map { in =>
+    // Each input's RDD (or, for a broadcast, the broadcast) and how it reaches the native side (the Input
+    // leaf's kind, which the bridge follows).
+    val (feeds, kinds) = built.inputs.map { in =>
       in.child match {
+        case b if EmberBroadcastExchangeExec.of(b).isDefined =>
+          (Right(EmberBroadcastExchangeExec.of(b).get.blocks()), proto.InputKind.INPUT_KIND_BROADCAST_BLOCKS)
         case r: RangeExec if nativeRange =>
-          (RangeSlices.rdd(r, in.metrics("rangeRows")), proto.InputKind.INPUT_KIND_RANGE)
+          (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case WholeStageCodegenExec(r: RangeExec) if nativeRange =>
-          (RangeSlices.rdd(r, in.metrics("rangeRows")), proto.InputKind.INPUT_KIND_RANGE)
+          (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
-          (NativeParquetScan.rdd(scan, in.metrics("parquetSplits")), proto.InputKind.INPUT_KIND_PARQUET)
+          (Left(NativeParquetScan.rdd(scan, in.metrics("parquetSplits"))), proto.InputKind.INPUT_KIND_PARQUET)
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.
             case blocks: DecodedBlocksRDD =>
               (
-                blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it))),
+                Left(blocks.blockRows.mapPartitionsInternal(it => Iterator(InputIterator.ShuffleBlocks(it)))),
                 proto.InputKind.INPUT_KIND_SHUFFLE_BLOCKS
               )
             case batches =>
               (
-                batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it))),
+                Left(batches.mapPartitionsInternal(it => Iterator(InputIterator.columnar(it)))),
                 proto.InputKind.INPUT_KIND_ARROW_STREAM
               )
           }
         case child =>
           (
-            child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it))),
+            Left(child.execute().mapPartitionsInternal(it => Iterator(InputIterator.rows(it)))),
             // NativePlanIterator hands rows over as UnsafeRow bytes exactly when nativeRowInput.
             if (nativeRowInput) proto.InputKind.INPUT_KIND_UNSAFE_ROWS
             else proto.InputKind.INPUT_KIND_ARROW_STREAM
           )
       }
     }.unzip
+    val rdds = feeds.collect { case Left(rdd) => rdd }
+    // Per input: its broadcast, or None for the next RDD input (only broadcasts go into the task closure).
+    val broadcasts: Seq[Option[Broadcast[EmberBroadcastBlocks]]] = feeds.map(_.toOption)
+    def taskInputs(fromRdds: Seq[InputIterator]): Seq[InputIterator] = {
+      val it = fromRdds.iterator
+      broadcasts.map {
+        case Some(bc) => InputIterator.BroadcastBlocks(bc.value.blocks)
+        case None => it.next()
+      }
+    }
     val planBytes = withInputKinds(built.plan, kinds).toByteArray
     def start(inputs: Seq[InputIterator]): Iterator[T] =
       output(
@@ -296,10 +324,10 @@ object EmberBlock {
         )
       )
     rdds match {
-      case Seq(one) => one.mapPartitionsInternal(it => start(Seq(it.next())))
-      case Seq(a, b) => a.zipPartitions(b)((x, y) => start(Seq(x.next(), y.next())))
+      case Seq(one) => one.mapPartitionsInternal(it => start(taskInputs(Seq(it.next()))))
+      case Seq(a, b) => a.zipPartitions(b)((x, y) => start(taskInputs(Seq(x.next(), y.next()))))
       case other =>
-        throw new IllegalStateException(s"native plans with ${other.size} inputs are not supported")
+        throw new IllegalStateException(s"native plans reading ${other.size} RDD inputs are not supported")
     }
   }
 }

@@ -47,6 +47,7 @@ class NativePlanIterator(
     case (InputIterator.Rows(rows), schema) if nativeRowInput =>
       new UnsafeRowSource(rows, schema, batchSize, rowBatchBytes)
     case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
+    case (InputIterator.BroadcastBlocks(blocks), _) => new BroadcastBlockSource(blocks)
     case (InputIterator.Range(slice), _) => slice
     case (InputIterator.Parquet(source), _) => source
     case _ => null
@@ -308,6 +309,24 @@ class UnsafeRowSource(rows: Iterator[InternalRow], schema: StructType, batchSize
       n += 1
     }
   }
+}
+
+/**
+ * A broadcast's Arrow IPC blocks for a native plan (the build side of a broadcast join): `nextRows` packs the
+ * next blocks, each preceded by its size, up to about `targetBytes` per call, as [[ShuffleBlockSource]] does;
+ * the native side decodes them (`operators/shuffle_reader.rs`).
+ */
+class BroadcastBlockSource(blocks: Array[Array[Byte]], targetBytes: Int = 4 << 20)
+    extends NativeByteSource("broadcast blocks of one call", targetBytes) {
+  private var next = 0
+
+  override protected def fill(): Unit =
+    while (filled < targetBytes && next < blocks.length) {
+      val block = blocks(next)
+      next += 1
+      val at = reserve(block.length)
+      Platform.copyMemory(block, Platform.BYTE_ARRAY_OFFSET, bytes, at, block.length)
+    }
 }
 
 /**

@@ -22,6 +22,9 @@ object InputIterator {
   /** Ember's shuffle blocks, one `UnsafeRow` with a BINARY field each: decoded natively. */
   final case class ShuffleBlocks(blockRows: Iterator[InternalRow]) extends InputIterator
 
+  /** An Ember broadcast's Arrow IPC blocks (the same for every task): decoded natively. */
+  final case class BroadcastBlocks(blocks: Array[Array[Byte]]) extends InputIterator
+
   /** A slice of `spark.range`, generated natively. */
   final case class Range(slice: RangeSource) extends InputIterator
 

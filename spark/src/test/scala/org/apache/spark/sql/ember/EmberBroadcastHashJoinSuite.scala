@@ -1,0 +1,234 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.SparkConf
+import org.apache.spark.sql.Column
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
+import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+import org.ember.EmberConf
+
+/**
+ * `BroadcastExchangeExec` as Ember's broadcast exchange and `BroadcastHashJoinExec` as the native hash join over
+ * its blocks: every join type Spark broadcasts, both build sides, residual conditions, null keys, empty build
+ * sides, several keys of several types, AQE on and off; `NOT IN` (null-aware anti joins) with nulls on either
+ * side; Spark's own join over the native exchange.
+ */
+class EmberBroadcastHashJoinSuite extends EmberQueryTest {
+
+  // Broadcast only where hinted.
+  override protected def sparkConf: SparkConf = super.sparkConf
+    .set("spark.sql.autoBroadcastJoinThreshold", "-1")
+
+  private lazy val left: DataFrame = DataGen.table(spark, 1500, seed = 1).cache()
+  private lazy val right: DataFrame = DataGen.table(spark, 700, seed = 2).cache()
+
+  /** A side over a small key domain (many matches, duplicate keys, null keys). */
+  private def side(df: DataFrame, p: String): DataFrame = df.select(
+    col("id").as(s"${p}id"),
+    (col("i32") % 40).as(s"${p}k"),
+    col("s").as(s"${p}s"),
+    col("i64").as(s"${p}v"),
+    col("dec").as(s"${p}d"),
+    col("dt").as(s"${p}dt")
+  )
+  private lazy val l = side(left, "l")
+  private lazy val r = side(right, "r")
+
+  private def exchanges(df: DataFrame): Seq[EmberBroadcastExchangeExec] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case e: EmberBroadcastExchangeExec => e }
+
+  private def joins(df: DataFrame): Seq[EmberBroadcastHashJoinExec] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberBroadcastHashJoinExec => j }
+
+  private def sparkJoins(df: DataFrame): Seq[BroadcastHashJoinExec] =
+    collectWithSubqueries(df.queryExecution.executedPlan) { case j: BroadcastHashJoinExec => j }
+
+  /**
+   * Ember off vs on, the native join and exchange in the plan (unless adaptive execution dropped the join once a
+   * side turned out empty).
+   */
+  private def check(query: => DataFrame): DataFrame = {
+    val df = checkSparkAnswerAndNative(query, Seq(cls[EmberBroadcastHashJoinExec]))
+    if (joins(df).nonEmpty)
+      assert(exchanges(df).nonEmpty, s"no EmberBroadcastExchange in\n${df.queryExecution.executedPlan}")
+    df
+  }
+
+  private def bothAqeModes(f: => Unit): Unit =
+    for (aqe <- Seq("true", "false")) withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe)(f)
+
+  private val equi: Column = col("lk") === col("rk")
+  private val residual: Column = col("lk") === col("rk") && col("lv") < col("rv")
+
+  /** Join types Spark broadcasts, with the side it builds. */
+  private val shapes = Seq(
+    ("inner", true),
+    ("inner", false),
+    ("left_outer", false),
+    ("right_outer", true),
+    ("left_semi", false),
+    ("left_anti", false)
+  )
+
+  private def join(lhs: DataFrame, rhs: DataFrame, jt: String, buildLeft: Boolean, cond: Column): DataFrame =
+    if (buildLeft) broadcast(lhs).join(rhs, cond, jt) else lhs.join(broadcast(rhs), cond, jt)
+
+  test("every broadcast join type, both build sides, with and without a residual condition, AQE on and off") {
+    bothAqeModes {
+      for ((jt, buildLeft) <- shapes; cond <- Seq(equi, residual)) {
+        val df = check(join(l, r, jt, buildLeft, cond))
+        val sides = joins(df).map(_.buildSide)
+        assert(sides.contains(if (buildLeft) BuildLeft else BuildRight), s"$jt: built $sides")
+      }
+    }
+  }
+
+  test("an empty build side, an empty streamed side") {
+    bothAqeModes {
+      // Not statically false, so the optimizer keeps the join.
+      val emptyR = r.where(col("rid") < 0)
+      val emptyL = l.where(col("lid") < 0)
+      for ((jt, buildLeft) <- shapes; cond <- Seq(equi)) {
+        if (buildLeft) {
+          check(join(emptyL, r, jt, buildLeft, cond))
+          check(join(l, emptyR, jt, buildLeft, cond))
+        } else {
+          check(join(l, emptyR, jt, buildLeft, cond))
+          check(join(emptyL, r, jt, buildLeft, cond))
+        }
+      }
+    }
+  }
+
+  test("several keys of several types (int, long, multi-byte string, decimal, date); null keys never match") {
+    bothAqeModes {
+      val keys = Seq(
+        Seq("i32", "i64"),
+        Seq("s", "dec"),
+        Seq("dt", "s", "i32"),
+        Seq("dec38", "i16"),
+        Seq("ts", "ntz", "b")
+      )
+      for (ks <- keys) {
+        // Few distinct keys: the columns mod something small, so multi-column keys still match.
+        def proj(df: DataFrame, p: String) = df
+          .select(
+            (col("id") +: ks.map {
+              case k @ ("i32" | "i64" | "i16") => (col(k) % 7).as(s"$p$k")
+              case "s" => substring(col("s"), 1, 1).as(s"${p}s")
+              case "dec" => (col("dec") % 3).cast("decimal(10,2)").as(s"${p}dec")
+              case "dec38" => (col("dec38") % 5).cast("decimal(38,10)").as(s"${p}dec38")
+              case k => col(k).as(s"$p$k")
+            }).map(c => c): _*
+          )
+          .withColumnRenamed("id", s"${p}id")
+        val a = proj(left, "a_")
+        val b = proj(right, "b_")
+        val cond = ks.map(k => col(s"a_$k") === col(s"b_$k")).reduce(_ && _)
+        for ((jt, buildLeft) <- Seq(("inner", true), ("left_outer", false), ("left_anti", false)))
+          check(join(a, b, jt, buildLeft, cond))
+      }
+    }
+  }
+
+  test("existence joins (EXISTS ... OR ...)") {
+    bothAqeModes {
+      l.createOrReplaceTempView("bl")
+      r.createOrReplaceTempView("br")
+      check(
+        spark.sql(
+          "SELECT * FROM bl WHERE EXISTS (SELECT /*+ BROADCAST(br) */ 1 FROM br WHERE rk = lk AND rv < lv) " +
+            "OR lid < 100"
+        )
+      )
+    }
+  }
+
+  private val notIn = Seq(
+    // Both sides with null keys.
+    "SELECT * FROM nl WHERE lk NOT IN (SELECT rk FROM nr)",
+    // Build side without nulls; probe side with them.
+    "SELECT * FROM nl WHERE lk NOT IN (SELECT rk FROM nr WHERE rk IS NOT NULL)",
+    // Empty build side: every probe row, null keys too.
+    "SELECT * FROM nl WHERE lk NOT IN (SELECT rk FROM nr WHERE rid < 0)",
+    // Build side of nulls only.
+    "SELECT * FROM nl WHERE lk NOT IN (SELECT rk FROM nr WHERE rk IS NULL)",
+    // Probe side without nulls, build side with them.
+    "SELECT * FROM nl WHERE lk IS NOT NULL AND lk NOT IN (SELECT rk FROM nr)",
+    // Neither side with nulls; a string key.
+    "SELECT * FROM nl WHERE ls IS NOT NULL AND ls NOT IN (SELECT rs FROM nr WHERE rs IS NOT NULL AND rid > 300)"
+  )
+
+  test("NOT IN subqueries (null-aware anti joins) with nulls on either side, empty build sides") {
+    bothAqeModes {
+      l.createOrReplaceTempView("nl")
+      r.createOrReplaceTempView("nr")
+      for (q <- notIn) {
+        val df = checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberBroadcastHashJoinExec]))
+        // Adaptive execution drops the join when the build side turns out empty.
+        if (!(q.contains("rid < 0") && conf.adaptiveExecutionEnabled)) {
+          assert(joins(df).exists(_.isNullAwareAntiJoin), s"$q\n${df.queryExecution.executedPlan}")
+          assert(exchanges(df).nonEmpty, s"$q: no native broadcast\n${df.queryExecution.executedPlan}")
+        }
+      }
+    }
+  }
+
+  test("Spark's own broadcast join over the native exchange gets Spark's relation") {
+    bothAqeModes {
+      withSQLConf(EmberConf.EXEC_BROADCAST_HASH_JOIN.key -> "false") {
+        l.createOrReplaceTempView("nl")
+        r.createOrReplaceTempView("nr")
+        val queries = shapes.flatMap { case (jt, buildLeft) =>
+          Seq(equi, residual).map(cond => () => join(l, r, jt, buildLeft, cond))
+        } ++ notIn.filterNot(_.contains("rid < 0")).map(q => () => spark.sql(q))
+        for (q <- queries) {
+          val df = checkSparkAnswerAndNative(q(), Nil)
+          assert(exchanges(df).nonEmpty, df.queryExecution.executedPlan)
+          assert(sparkJoins(df).nonEmpty && joins(df).isEmpty, df.queryExecution.executedPlan)
+        }
+      }
+    }
+  }
+
+  test("a chain of broadcast joins (star join) in one native block; a reused broadcast") {
+    bothAqeModes {
+      val dim1 = r.select(col("rk").as("k1"), col("rs").as("s1"))
+      val dim2 = r.select(col("rk").as("k2"), col("rd").as("d2"))
+      val df = check(
+        l.join(broadcast(dim1), col("lk") === col("k1"))
+          .join(broadcast(dim2), col("lk") === col("k2"), "left_outer")
+      )
+      assert(joins(df).size == 2, df.queryExecution.executedPlan)
+      // The same broadcast on both sides of a union: Spark reuses the exchange.
+      val one = l.join(broadcast(dim1), col("lk") === col("k1"))
+      check(one.union(one))
+    }
+  }
+
+  test("an aggregate over a broadcast join over a shuffle (native end to end)") {
+    bothAqeModes {
+      val agg = l.groupBy(col("lk")).agg(sum(col("lv") % 1000).as("sv"), count(lit(1)).as("n"))
+      check(
+        agg.join(broadcast(r), col("lk") === col("rk")).groupBy(col("rs")).agg(sum(col("sv")), sum(col("n")))
+      )
+    }
+  }
+
+  test("disabled: the exchange and the join stay in Spark with their reasons") {
+    withSQLConf(EmberConf.EXEC_BROADCAST_EXCHANGE.key -> "false") {
+      val df = l.join(broadcast(r), equi)
+      df.collect()
+      assert(exchanges(df).isEmpty && joins(df).isEmpty, df.queryExecution.executedPlan)
+      assert(
+        sparkJoins(df).exists(j =>
+          EmberExecRule.fallbackReasons(j).exists(_.contains("not Ember's broadcast exchange"))
+        ),
+        df.queryExecution.executedPlan
+      )
+    }
+  }
+}
