@@ -40,7 +40,7 @@ SF1_ROWS = {1: 4, 2: 100, 3: 10, 4: 5, 5: 5, 6: 1, 7: 4, 8: 2, 9: 175, 10: 20, 1
 # Nodes that only wrap or adapt others: neither native nor Spark operators (see plan_share).
 WRAPPERS = {
     "AdaptiveSparkPlanExec", "ShuffleQueryStageExec", "BroadcastQueryStageExec", "TableCacheQueryStageExec",
-    "ResultQueryStageExec", "ReusedExchangeExec", "ReusedSubqueryExec", "SubqueryExec", "SubqueryBroadcastExec",
+    "ResultQueryStageExec", "AQEShuffleReadExec", "ReusedExchangeExec", "ReusedSubqueryExec", "SubqueryExec", "SubqueryBroadcastExec",
     "SubqueryAdaptiveBroadcastExec", "WholeStageCodegenExec", "InputAdapter", "CometSubqueryBroadcastExec",
 }
 
@@ -83,8 +83,8 @@ def plan_nodes(plan):
 
 def plan_share(engine, plan):
     """Native operators / all operators of the executed plan (final, after adaptive execution). Not counted at
-    all: wrappers (adaptive plan, query stages, reused exchanges and subqueries, whole-stage codegen and its input
-    adapters) and row/columnar transitions (Spark's ColumnarToRow/RowToColumnar, EmberColumnarToRowExec and
+    all: wrappers (adaptive plan, query stages and AQE's reads of their shuffle partitions, reused exchanges and
+    subqueries, whole-stage codegen and its input adapters) and row/columnar transitions (Spark's ColumnarToRow/RowToColumnar, EmberColumnarToRowExec and
     EmberInputExec, Comet's ColumnarToRow and SparkToColumnar nodes). Native: Ember: Ember* nodes, plus a file
     scan under EmberInputExec whose Parquet is read natively; Comet: Comet* nodes (its scans included). Every
     other node is a Spark operator. Returns (native, total, sorted distinct Spark operator names)."""

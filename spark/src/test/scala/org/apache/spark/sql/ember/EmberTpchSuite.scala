@@ -5,9 +5,9 @@ import java.nio.file.{Files, Path, Paths}
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.ember.execution.{EmberColumnarToRowExec, EmberExec, EmberInputExec, NativeParquetScan}
+import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution._
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
 
 /**
@@ -24,9 +24,11 @@ import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
  * returns rows at SF 0.01. Running this suite alone needs the data once: `make tpch-data`.
  *
  * What counts as a Spark operator left in the plan: every node of the final executed plan (after adaptive
- * execution; through query stages and subqueries) that is not an Ember node, except
- *  - wrappers: AdaptiveSparkPlanExec, query stages, reused exchanges and subqueries, SubqueryExec,
- *    SubqueryBroadcastExec, WholeStageCodegenExec, InputAdapter;
+ * execution; through query stages and subqueries) that is not an Ember node (an [[EmberExec]] or
+ * [[EmberShuffleExchangeExec]]), except
+ *  - wrappers: AdaptiveSparkPlanExec, query stages, AQEShuffleReadExec (adaptive execution's read of a shuffle
+ *    stage's partitions, coalesced or split: part of the exchange under it, which is counted itself), reused
+ *    exchanges and subqueries, SubqueryExec, SubqueryBroadcastExec, WholeStageCodegenExec, InputAdapter;
  *  - row/columnar transitions anywhere (ColumnarToRowExec, RowToColumnarExec, EmberColumnarToRowExec and
  *    EmberInputExec): they exist because a Spark operator is next to a native one, which is listed itself;
  *  - Parquet scans read natively, i.e. a FileSourceScanExec under an EmberInputExec that
@@ -44,7 +46,8 @@ class EmberTpchSuite extends EmberQueryTest {
 
   private val queryDir: Path = Paths.get(sys.props.getOrElse("ember.tpch.queries", "../dev/bench/tpch"))
   private val dataDir: Path = Paths.get(sys.props.getOrElse("ember.tpch.data", "../dev/work/tpch/sf0.01"))
-  private val tables = Seq("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
+  private val tables =
+    Seq("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
 
   /**
    * The Spark operators each query keeps today, with Ember's reasons, entries separated by ` | `. Known
@@ -52,6 +55,28 @@ class EmberTpchSuite extends EmberQueryTest {
    */
   private val allowlist: String =
     """
+      |q1 = FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q2 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[part]: read by Spark for FilterExec | FilterExec: expression endswith is not supported | SortMergeJoinExec: spark.ember.exec.replaceSortMergeJoin.enabled is false | TakeOrderedAndProjectExec: TakeOrderedAndProject has no native implementation
+      |q3 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | TakeOrderedAndProjectExec: TakeOrderedAndProject has no native implementation
+      |q4 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_commitdate: date is read by Spark | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q5 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q6 = FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark
+      |q7 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | ProjectExec: expression year is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q8 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | ProjectExec: expression year is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q9 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | FileSourceScanExec[part]: read by Spark for FilterExec | FilterExec: expression contains is not supported | ProjectExec: expression year is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q10 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | TakeOrderedAndProjectExec: TakeOrderedAndProject has no native implementation
+      |q11 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FilterExec: expression scalarsubquery is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q12 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q13 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[customer]: read by Spark for BroadcastHashJoinExec | FileSourceScanExec[orders]: read by Spark for FilterExec | FilterExec: expression like is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q14 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | HashAggregateExec: expression startswith is not supported
+      |q15 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | FilterExec: expression scalarsubquery is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q16 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[part]: read by Spark for FilterExec | FilterExec: expression startswith is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q17 = EmptyRelationExec: (no reason recorded)
+      |q18 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[orders]: Spark's reader: column o_orderdate: date is read by Spark | TakeOrderedAndProjectExec: TakeOrderedAndProject has no native implementation
+      |q19 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation
+      |q20 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_shipdate: date is read by Spark | FileSourceScanExec[part]: read by Spark for FilterExec | FilterExec: expression startswith is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
+      |q21 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[lineitem]: Spark's reader: column l_commitdate: date is read by Spark | FileSourceScanExec[lineitem]: read by Spark for BroadcastExchangeExec
+      |q22 = BroadcastExchangeExec: BroadcastExchange has no native implementation | BroadcastHashJoinExec: BroadcastHashJoin has no native implementation | FileSourceScanExec[customer]: read by Spark for FilterExec | FileSourceScanExec[orders]: read by Spark for BroadcastExchangeExec | FilterExec: expression substring is not supported | ProjectExec: expression substring is not supported | ShuffleExchangeExec: RangePartitioning exchanges stay in Spark
       |""".stripMargin
 
   /** Queries whose rows Ember gets wrong today, with why: their rows are not compared (none today). */
@@ -100,14 +125,18 @@ class EmberTpchSuite extends EmberQueryTest {
       .mkString("\n")
 
   private def isWrapper(p: SparkPlan): Boolean = p match {
-    case _: AdaptiveSparkPlanExec | _: QueryStageExec | _: ReusedExchangeExec | _: ReusedSubqueryExec |
-        _: BaseSubqueryExec | _: WholeStageCodegenExec | _: InputAdapter =>
+    case _: AdaptiveSparkPlanExec | _: QueryStageExec | _: AQEShuffleReadExec | _: ReusedExchangeExec |
+        _: ReusedSubqueryExec | _: BaseSubqueryExec | _: WholeStageCodegenExec | _: InputAdapter =>
       true
     case _ => false
   }
 
+  private def isNative(p: SparkPlan): Boolean =
+    p.isInstanceOf[EmberExec] || p.isInstanceOf[EmberShuffleExchangeExec]
+
   private def isTransition(p: SparkPlan): Boolean = p match {
-    case _: ColumnarToRowTransition | _: RowToColumnarTransition | _: EmberColumnarToRowExec | _: EmberInputExec =>
+    case _: ColumnarToRowTransition | _: RowToColumnarTransition | _: EmberColumnarToRowExec |
+        _: EmberInputExec =>
       true
     case _ => false
   }
@@ -137,20 +166,27 @@ class EmberTpchSuite extends EmberQueryTest {
     // The first ancestor that is an operator, looking through wrappers and transitions.
     def consumer(p: SparkPlan): Option[SparkPlan] =
       parentOf.get(p).flatMap(q => if (isWrapper(q) || isTransition(q)) consumer(q) else Some(q))
-    nodes.flatMap {
-      case (p, _) if p.isInstanceOf[EmberExec] || isWrapper(p) || isTransition(p) => None
-      case (scan: FileSourceScanExec, parent) =>
-        val table = scan.relation.location.rootPaths.map(_.getName.stripSuffix(".parquet")).mkString(",")
-        val reason = parent match {
-          case Some(_: EmberInputExec) => NativeParquetScan.unsupported(scan).map(why => s"Spark's reader: $why")
-          case _ => Some(s"read by Spark for ${consumer(scan).map(_.getClass.getSimpleName).getOrElse("the driver")}")
-        }
-        reason.map(r => s"FileSourceScanExec[$table]: ${normalize(r)}")
-      case (p, _) =>
-        val reasons = EmberExecRule.fallbackReasons(p)
-        val why = if (reasons.isEmpty) "(no reason recorded)" else normalize(reasons.mkString("; "))
-        Some(s"${p.getClass.getSimpleName}: $why")
-    }.distinct.sorted
+    nodes
+      .flatMap {
+        case (p, _) if isNative(p) || isWrapper(p) || isTransition(p) => None
+        case (scan: FileSourceScanExec, parent) =>
+          val table = scan.relation.location.rootPaths.map(_.getName.stripSuffix(".parquet")).mkString(",")
+          val reason = parent match {
+            case Some(_: EmberInputExec) =>
+              NativeParquetScan.unsupported(scan).map(why => s"Spark's reader: $why")
+            case _ =>
+              Some(
+                s"read by Spark for ${consumer(scan).map(_.getClass.getSimpleName).getOrElse("the driver")}"
+              )
+          }
+          reason.map(r => s"FileSourceScanExec[$table]: ${normalize(r)}")
+        case (p, _) =>
+          val reasons = EmberExecRule.fallbackReasons(p)
+          val why = if (reasons.isEmpty) "(no reason recorded)" else normalize(reasons.mkString("; "))
+          Some(s"${p.getClass.getSimpleName}: $why")
+      }
+      .distinct
+      .sorted
   }
 
   (1 to 22).foreach { n =>
@@ -179,8 +215,10 @@ class EmberTpchSuite extends EmberQueryTest {
         val gone = expected.diff(actual)
         fail(
           s"q$n: the Spark operators left in Ember's plan changed.\n" +
-            (if (added.nonEmpty) s"  new (not on the allowlist):\n    ${added.mkString("\n    ")}\n" else "") +
-            (if (gone.nonEmpty) s"  gone (native now? take them off the list):\n    ${gone.mkString("\n    ")}\n"
+            (if (added.nonEmpty) s"  new (not on the allowlist):\n    ${added.mkString("\n    ")}\n"
+             else "") +
+            (if (gone.nonEmpty)
+               s"  gone (native now? take them off the list):\n    ${gone.mkString("\n    ")}\n"
              else "") +
             s"  the line to paste into EmberTpchSuite.allowlist:\n      |$line\n" +
             s"plan:\n${df.queryExecution.executedPlan}"
