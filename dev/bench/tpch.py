@@ -182,7 +182,9 @@ def run_session(args):
             with open(os.path.join(args.rows_dir, f"q{n}.txt"), "w") as f:
                 f.write("\n".join(canon) + "\n")
     with open(args.session_out, "w") as f:
-        json.dump({"engine": args.engine, "settings": settings, "results": results}, f)
+        json.dump({"engine": args.engine, "settings": settings, "results": results, "sf": args.sf,
+                   "queries": args.queries, "warmup": args.warmup,
+                   "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}, f)
     spark.stop()
 
 
@@ -216,7 +218,8 @@ def submit_command(engine, args, session_out, rows_dir):
         cmd += ["--jars", EMBER_JAR, "--conf", "spark.plugins=org.ember.EmberPlugin"]
     for kv in args.conf:
         cmd += ["--conf", kv]
-    cmd += [os.path.abspath(__file__), "--engine", engine, "--data", args.data, "--queries", args.queries,
+    cmd += [os.path.abspath(__file__), "--engine", engine, "--sf", args.sf, "--data", args.data,
+            "--queries", args.queries,
             "--session-out", session_out, "--rows-dir", rows_dir]
     if args.warmup:
         cmd.append("--warmup")
@@ -259,6 +262,15 @@ def drive(args):
         order = engines[r % len(engines):] + engines[:r % len(engines)]
         for e in order:
             out = os.path.join(work, f"{e}-{r}.json")
+            if e in args.reuse.split(","):
+                # An earlier session's results (same scale factor and queries), e.g. to time only a rebuilt Ember.
+                with open(out) as f:
+                    s = json.load(f)
+                if s.get("sf") != args.sf or s.get("queries") != args.queries or s.get("warmup") != args.warmup:
+                    sys.exit(f"{out} is from another configuration: run {e} again")
+                print(f"== round {r + 1}/{args.runs}: {e}, reused from {s['time_utc']}", flush=True)
+                sessions[e].append(s)
+                continue
             print(f"== round {r + 1}/{args.runs}: {e}", flush=True)
             subprocess.run(submit_command(e, args, out, os.path.join(work, f"rows-{e}")), check=True, env=env)
             with open(out) as f:
@@ -338,6 +350,7 @@ def report(args, engines, sessions):
         "sf": args.sf, "runs": args.runs, "warmup": args.warmup, "cores": args.cores, "offheap": args.offheap,
         "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "settings": {e: sessions[e][0]["settings"] for e in engines},
+        "sessions_utc": {e: [x.get("time_utc") for x in sessions[e]] for e in engines},
         "best": {e: {f"q{n}": best[e][n] for n in queries} for e in engines},
         "summary": summary, "failures": failures,
     }
@@ -362,6 +375,8 @@ def main():
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--offheap", default="4g", help="spark.memory.offHeap.size, the same for every engine")
+    p.add_argument("--reuse", default="", help="engines whose sessions of the last run (dev/work/tpch-runs) are "
+                   "reused instead of run again, e.g. vanilla,comet")
     p.add_argument("--conf", action="append", default=[], help="k=v passed to every engine's session")
     p.add_argument("--out", default=os.path.join(ROOT, "dev", "work", "tpch-results.json"))
     p.add_argument("--session-out")
