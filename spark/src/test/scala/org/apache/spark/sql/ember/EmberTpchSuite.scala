@@ -17,11 +17,13 @@ import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
  * operators left in Ember's plan checked against an allowlist, one line per query.
  *
  * The data: `dev/work/tpch/sf0.01/<table>.parquet`, written by tpchgen-cli 4.0.0 from PyPI (a Rust port of
- * dbgen whose output is identical to dbgen's) — `make tpch-data`, which `make test-scala` runs before Maven, so CI
+ * TPC-H's dbgen) — `make tpch-data`, which `make test-scala` runs before Maven, so CI
  * (.ci/run → make test) gets it: pip installs the pinned wheel into dev/.venv and generating SF 0.01 takes about
  * a second. That is the real TPC-H data (value distributions, the comment strings the LIKE predicates look for,
  * dates, DECIMAL(15,2)) which a generator written inside the suite would only approximate, so that every query
- * returns rows at SF 0.01. Running this suite alone needs the data once: `make tpch-data`.
+ * returns rows at SF 0.01 (Q17's is a single NULL: its join is empty at this scale, and adaptive execution
+ * replaces it by an EmptyRelationExec, so Q17 checks little here). Running this suite alone needs the data once:
+ * `make tpch-data`. The suite takes about three minutes (44 queries on the debug build, on a busy 2-core machine).
  *
  * What counts as a Spark operator left in the plan: every node of the final executed plan (after adaptive
  * execution; through query stages and subqueries) that is not an Ember node (an [[EmberExec]] or
