@@ -11,7 +11,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory lint demo bench bench-spark golden \
-	docs clean
+	docs clean tpch-data bench-tpch
 
 all: jar
 
@@ -42,7 +42,7 @@ test-rust:
 
 # Scala suites (Ember off vs on, exact rows, native nodes asserted) against the jar's classes and library.
 # On failure, the failed tests' names and causes are printed last, where a log's tail shows them.
-test-scala: jar-dev
+test-scala: jar-dev tpch-data
 	$(MVN) test || { grep -h -A12 'FAILED \*\*\*' spark/target/surefire-reports/EmberTestSuite.txt | head -150; exit 1; }
 
 # A fast subset of Spark's own SQL suites with Ember switched on.
@@ -76,6 +76,21 @@ $(VENV)/bin/spark-submit:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q pyspark==4.1.3
 
+# TPC-H data: tpchgen-cli (a Rust port of dbgen, pinned) writes one Parquet file per table into
+# dev/work/tpch/sf<SF>. SF 0.01 is EmberTpchSuite's data set (make test-scala makes it first); bench-tpch uses TPCH_SF.
+TPCHGEN_VERSION := 4.0.0
+TPCH_SF ?= 1
+$(VENV)/bin/tpchgen-cli:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q tpchgen-cli==$(TPCHGEN_VERSION)
+
+dev/work/tpch/sf%/lineitem.parquet: | $(VENV)/bin/tpchgen-cli
+	rm -rf dev/work/tpch/sf$*.tmp
+	$(VENV)/bin/tpchgen-cli parquet -s $* -o dev/work/tpch/sf$*.tmp -q
+	rm -rf dev/work/tpch/sf$* && mv dev/work/tpch/sf$*.tmp dev/work/tpch/sf$*
+
+tpch-data: dev/work/tpch/sf0.01/lineitem.parquet
+
 demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
@@ -96,6 +111,17 @@ endif
 BENCHES ?= aggregate aggregate_functions spilling_hash_join parquet_scan prefix_window prefix_window_segments
 bench-spark: jar $(VENV)/bin/spark-submit
 	set -e; for b in $(BENCHES); do echo "== dev/bench/$$b.py"; dev/bench/submit.sh $$b $(BENCH_ARGS); done
+
+# TPC-H's 22 queries on vanilla Spark, Apache DataFusion Comet and Ember, each in its own spark-submit, on the
+# release jar (see dev/bench/README.md). TPCH_SF=1 by default; TPCH_ARGS is passed to dev/bench/tpch.py.
+COMET_JAR := dev/work/comet-spark-spark4.1_2.13-1.2.0.jar
+$(COMET_JAR):
+	mkdir -p dev/work
+	curl -sSfL -o $@.tmp https://repo1.maven.org/maven2/org/apache/datafusion/comet-spark-spark4.1_2.13/1.2.0/comet-spark-spark4.1_2.13-1.2.0.jar
+	mv $@.tmp $@
+
+bench-tpch: jar $(VENV)/bin/spark-submit $(COMET_JAR) dev/work/tpch/sf$(TPCH_SF)/lineitem.parquet
+	$(VENV)/bin/python dev/bench/tpch.py --sf $(TPCH_SF) $(TPCH_ARGS)
 
 clean:
 	cargo clean
