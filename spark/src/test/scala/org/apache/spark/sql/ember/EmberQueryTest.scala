@@ -15,7 +15,8 @@ import org.apache.spark.sql.execution.{
   LocalLimitExec,
   ProjectExec,
   SortExec,
-  SparkPlan
+  SparkPlan,
+  TakeOrderedAndProjectExec
 }
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.window.WindowExec
@@ -130,7 +131,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
     classOf[EmberPrefixWindowExec] -> classOf[WindowExec],
     classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
-    classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec]
+    classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec],
+    classOf[EmberTakeOrderedAndProjectExec] -> classOf[TakeOrderedAndProjectExec]
   )
 
   /**
