@@ -320,6 +320,15 @@ object EmberConf {
       "says why)."
   )
 
+  val EXEC_RANGE_SHUFFLE: Entry[Boolean] = bool(
+    "spark.ember.exec.rangeShuffle.enabled",
+    default = true,
+    "Run range-partitioned `ShuffleExchangeExec`s (global ORDER BY) as Ember's columnar shuffle: Spark's own " +
+      "`RangePartitioner` samples the bounds (running the native child once more, as Spark runs its child for " +
+      "sampling), and the native writer routes each row by a binary search over them in Spark's order. Needs " +
+      "`spark.ember.exec.shuffle.enabled`."
+  )
+
   val EXEC_SHUFFLE: Entry[Boolean] = bool(
     "spark.ember.exec.shuffle.enabled",
     default = true,
