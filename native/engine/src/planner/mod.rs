@@ -207,9 +207,12 @@ fn range_partitioner(w: &pb::ShuffleWriter, schema: &arrow::datatypes::SchemaRef
     if !w.keys.is_empty() {
         return Err(plan_error("range shuffle with hash keys"));
     }
-    let ordering = sort_ordering(&w.range_order, schema)?;
-    let keys: Vec<PhysicalSortExpr> = ordering.iter().cloned().collect();
+    // Every key, repeated ones included (a LexOrdering would drop them): each bound row has one value per key.
+    let keys = sort_exprs(&w.range_order, schema)?;
     let width = keys.len();
+    if width == 0 {
+        return Err(plan_error("range shuffle without keys"));
+    }
     if !w.range_bounds.len().is_multiple_of(width) {
         return Err(plan_error("range bounds are not whole rows"));
     }
@@ -246,7 +249,11 @@ fn range_partitioner(w: &pb::ShuffleWriter, schema: &arrow::datatypes::SchemaRef
 
 /// Spark's sort order: float keys normalized (all NaNs equal and largest, -0.0 = 0.0), nulls as asked.
 pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<LexOrdering> {
-    let exprs = order
+    LexOrdering::new(sort_exprs(order, schema)?).ok_or_else(|| plan_error("sort without keys"))
+}
+
+fn sort_exprs(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<Vec<PhysicalSortExpr>> {
+    order
         .iter()
         .map(|o| {
             let e =
@@ -256,6 +263,5 @@ pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema)
                 SortOptions { descending: !o.ascending, nulls_first: o.nulls_first },
             ))
         })
-        .collect::<Result<Vec<_>>>()?;
-    LexOrdering::new(exprs).ok_or_else(|| plan_error("sort without keys"))
+        .collect::<Result<Vec<_>>>()
 }
