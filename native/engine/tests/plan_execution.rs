@@ -175,6 +175,52 @@ fn top_k_sort() {
     assert!(got.iter().zip(&expected).all(|(g, e)| spark_order(g, e) == std::cmp::Ordering::Equal));
 }
 
+/// TakeOrderedAndProject's final step: top-k in Spark's order (NaN largest, -0.0 == 0.0, nulls as asked), the
+/// offset dropped, then the projection; a limit beyond the input keeps every row; limit 0 or an offset not below
+/// the limit is a plan error (the driver's fallback).
+#[test]
+fn take_ordered_and_project() {
+    let s = schema();
+    let toap = |limit: u64, offset: u64| {
+        let order = vec![
+            pb::SortOrder { child: Some(col(1, &DataType::Float64)), ascending: true, nulls_first: true },
+            pb::SortOrder { child: Some(col(0, &DataType::Int64)), ascending: false, nulls_first: false },
+        ];
+        let t = pb::TakeOrderedAndProject {
+            order,
+            limit,
+            offset,
+            exprs: vec![col(0, &DataType::Int64), col(1, &DataType::Float64)],
+            names: vec!["k".into(), "d".into()],
+        };
+        let out: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("d", DataType::Float64, true),
+        ]));
+        plan(op(0, pb::operator::Kind::TakeOrderedAndProject(t), vec![input(0, &s)]), &out)
+    };
+    let inputs: Vec<_> = (0..4).map(|i| batch(1000, i * 1000)).collect();
+    let mut expected = rows(&inputs);
+    expected.sort_by(spark_order);
+    for (limit, offset) in [(10u64, 0u64), (25, 7), (5000, 3990), (1, 0)] {
+        let (out, broker, _) = run(&toap(limit, offset), inputs.clone(), usize::MAX);
+        let got = rows(&out);
+        let want: Vec<_> = expected.iter().skip(offset as usize).take((limit - offset) as usize).collect();
+        assert_eq!(got.len(), want.len(), "limit {limit} offset {offset}");
+        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(spark_order(g, e), std::cmp::Ordering::Equal, "limit {limit} offset {offset} row {i}");
+        }
+        assert_eq!(broker.used(), 0);
+    }
+    let (out, _, _) = run(&toap(10, 0), vec![], usize::MAX);
+    assert_eq!(rows(&out).len(), 0, "no input, no rows");
+    for (limit, offset) in [(0u64, 0u64), (5, 5)] {
+        let bytes = toap(limit, offset).encode_to_vec();
+        let broker = Arc::new(FixedBroker::new(usize::MAX));
+        assert!(NativePlan::try_new(&bytes, vec![reader(vec![], schema())], broker).is_err(), "{limit} {offset}");
+    }
+}
+
 #[test]
 fn filter_project_limit() {
     let s = schema();

@@ -126,7 +126,13 @@ fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) 
 
 fn writer_plan(keys: &[usize], n: u32, spill_bytes: u64, input_schema: &SchemaRef, block: &SchemaRef) -> pb::Plan {
     let keys = keys.iter().map(|&k| col(k as u32, input_schema.field(k).data_type())).collect();
-    let w = pb::ShuffleWriter { keys, num_partitions: n, block_schema: Some(pb_schema(block)), spill_bytes };
+    let w = pb::ShuffleWriter {
+        keys,
+        num_partitions: n,
+        block_schema: Some(pb_schema(block)),
+        spill_bytes,
+        ..Default::default()
+    };
     // What the JVM declares: partition INT NOT NULL, block BINARY NOT NULL.
     let output = Arc::new(Schema::new(vec![
         Field::new("partition", DataType::Int32, false),
@@ -269,7 +275,13 @@ fn an_expression_key_is_evaluated_on_the_child_rows() {
     let inputs = random_batches(7, 3, 1000);
     let s = schema();
     let key = cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), lit_long(0));
-    let w = pb::ShuffleWriter { keys: vec![key], num_partitions: 7, block_schema: Some(pb_schema(&s)), spill_bytes: 0 };
+    let w = pb::ShuffleWriter {
+        keys: vec![key],
+        num_partitions: 7,
+        block_schema: Some(pb_schema(&s)),
+        spill_bytes: 0,
+        ..Default::default()
+    };
     let output = Arc::new(Schema::new(vec![
         Field::new("partition", DataType::Int32, false),
         Field::new("block", DataType::Binary, false),
@@ -619,4 +631,108 @@ fn timing() {
         "gather {n1} rows into 200 partitions: interleave {t_interleave:?}, take + concat {t_take:?}, \
          sort each batch + concat slices {t_sorted:?}"
     );
+}
+
+fn lit_f64(v: Option<f64>) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Float64)),
+            is_null: v.is_none(),
+            value: v.map(pb::literal::Value::DoubleValue),
+        })),
+    }
+}
+
+/// Spark's order of (d DESC NULLS LAST, l ASC NULLS FIRST): NaN largest, -0.0 == 0.0.
+fn range_cmp(a: (Option<f64>, Option<i64>), b: (Option<f64>, Option<i64>)) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    let norm = |d: f64| if d.is_nan() { f64::INFINITY } else { d + 0.0 };
+    let d = match (a.0, b.0) {
+        (None, None) => Equal,
+        (None, _) => Greater,
+        (_, None) => Less,
+        (Some(x), Some(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Equal,
+            (true, false) => Less,
+            (false, true) => Greater,
+            _ => norm(y).partial_cmp(&norm(x)).unwrap(),
+        },
+    };
+    d.then_with(|| match (a.1, b.1) {
+        (None, None) => Equal,
+        (None, _) => Less,
+        (_, None) => Greater,
+        (Some(x), Some(y)) => x.cmp(&y),
+    })
+}
+
+/// Range partitioning: every row goes to the number of bounds strictly before its key in Spark's order (as
+/// Spark's RangePartitioner), with NaN, -0.0 and null keys and bounds; no bounds sends everything to partition 0;
+/// bounds out of order are a plan error.
+#[test]
+fn range_partitioning_routes_by_the_bounds() {
+    let s = schema();
+    let order = vec![
+        pb::SortOrder { child: Some(col(3, &DataType::Float64)), ascending: false, nulls_first: false },
+        pb::SortOrder { child: Some(col(1, &DataType::Int64)), ascending: true, nulls_first: true },
+    ];
+    let bounds: Vec<(Option<f64>, Option<i64>)> = vec![
+        (Some(f64::NAN), Some(5)),
+        (Some(10.0), None),
+        (Some(-0.0), Some(0)),
+        (Some(0.0), Some(3)),
+        (None, Some(1)),
+    ];
+    let range_plan = |bounds: &[(Option<f64>, Option<i64>)]| {
+        let w = pb::ShuffleWriter {
+            num_partitions: bounds.len() as u32 + 1,
+            block_schema: Some(pb_schema(&s)),
+            range: true,
+            range_order: order.clone(),
+            range_bounds: bounds
+                .iter()
+                .flat_map(|(d, l)| {
+                    [
+                        lit_f64(*d),
+                        l.map(lit_long).unwrap_or_else(|| {
+                            let mut e = lit_long(0);
+                            if let Some(pb::expr::Kind::Literal(lit)) = e.kind.as_mut() {
+                                lit.is_null = true;
+                                lit.value = None;
+                            }
+                            e
+                        }),
+                    ]
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let output = Arc::new(Schema::new(vec![
+            Field::new("partition", DataType::Int32, false),
+            Field::new("block", DataType::Binary, false),
+        ]));
+        plan(op(1, pb::operator::Kind::ShuffleWriter(w), vec![input(0, &s)]), &output)
+    };
+    let inputs = random_batches(7, 4, 500);
+    let r = run(&range_plan(&bounds), inputs.clone(), s.clone(), usize::MAX);
+    let mut routed = 0;
+    for (p, b) in &r.blocks {
+        let d = b.column(3).as_primitive::<arrow::datatypes::Float64Type>();
+        let l = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+        for i in 0..b.num_rows() {
+            let key = (d.is_valid(i).then(|| d.value(i)), l.is_valid(i).then(|| l.value(i)));
+            let want = bounds.iter().filter(|bd| range_cmp(**bd, key) == std::cmp::Ordering::Less).count() as u32;
+            assert_eq!(*p, want, "row {key:?}");
+            routed += 1;
+        }
+    }
+    assert_eq!(routed, inputs.iter().map(|b| b.num_rows()).sum::<usize>());
+    assert!(r.blocks.iter().map(|(p, _)| *p).collect::<std::collections::HashSet<_>>().len() > 3);
+    let none = run(&range_plan(&[]), inputs.clone(), s.clone(), usize::MAX);
+    assert!(none.blocks.iter().all(|(p, _)| *p == 0));
+    let mut unordered = bounds.clone();
+    unordered.swap(0, 1);
+    let bytes = range_plan(&unordered).encode_to_vec();
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    assert!(NativePlan::try_new(&bytes, vec![reader(vec![], s.clone())], broker).is_err());
 }

@@ -20,5 +20,5 @@ pub use prefix_window::PrefixWindowExec;
 pub use radix_aggregate::RadixAggregateExec;
 pub use radix_sort::RadixSortExec;
 pub use shuffle_reader::ShuffleBlockReader;
-pub use shuffle_writer::ShuffleWriterExec;
+pub use shuffle_writer::{RangePartitioner, ShuffleWriterExec};
 pub use spilling_hash_join::SpillingHashJoinExec;

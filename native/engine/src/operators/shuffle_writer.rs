@@ -1,7 +1,8 @@
 //! [`ShuffleWriterExec`]: the map side of a columnar shuffle.
 //!
 //! Every input row is routed as Spark's `HashPartitioning` routes it (`pmod(murmur3(keys, 42), n)`, see
-//! [`crate::spark_hash`]); each input batch, cast to the block schema, is reordered by partition (one stable
+//! [`crate::spark_hash`]), or, for Spark's `RangePartitioning`, by [`RangePartitioner`] over the bounds Spark's
+//! own `RangePartitioner` sampled on the driver; each input batch, cast to the block schema, is reordered by partition (one stable
 //! `take`, skipped when its rows already are in partition order) and buffered under a memory reservation, with
 //! the row range of each partition in it. At the end of the input the buffer is written out: for each partition
 //! that has rows, in ascending partition order, its slices of the buffered batches (so its rows in input order)
@@ -39,12 +40,13 @@ use arrow::compute::{can_cast_types, cast, concat, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow::ipc::MetadataVersion;
+use arrow::row::{RowConverter, Rows, SortField};
 use datafusion_common::tree_node::TreeNodeRecursion;
 use datafusion_common::{internal_err, plan_err, DataFusionError, Result};
 use datafusion_execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion_execution::spill_file::SpillFile;
 use datafusion_execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
-use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion_physical_plan::metrics::{
     BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, SpillMetrics,
@@ -55,6 +57,60 @@ use datafusion_physical_plan::{
 use futures::{Stream, StreamExt};
 
 use crate::spark_hash::{self, SPARK_HASH_SEED};
+
+/// Spark's `RangePartitioner.getPartition` for SQL's `RangePartitioning`: a row goes to the number of bounds that
+/// sort strictly before its key (Spark's linear scan and binary search both give that, its bounds being strictly
+/// increasing). Keys and bounds compare in Arrow's row format under each key's sort options; float keys and bounds
+/// arrive normalized (NaN one value, -0.0 as 0.0), which makes that order Spark's.
+#[derive(Debug)]
+pub struct RangePartitioner {
+    keys: Vec<PhysicalSortExpr>,
+    converter: RowConverter,
+    bounds: Rows,
+}
+
+impl RangePartitioner {
+    /// `bounds`: one column per key, of the key's type, one row per bound (ascending in the keys' order).
+    pub fn try_new(keys: Vec<PhysicalSortExpr>, bounds: &[ArrayRef], input_schema: &Schema) -> Result<Self> {
+        if keys.len() != bounds.len() {
+            return plan_err!("ShuffleWriter: {} range keys but {} bound columns", keys.len(), bounds.len());
+        }
+        let fields = keys
+            .iter()
+            .zip(bounds)
+            .map(|(k, b)| {
+                let dt = k.expr.data_type(input_schema)?;
+                if &dt != b.data_type() {
+                    return plan_err!("ShuffleWriter: range key of type {dt} but bounds of type {}", b.data_type());
+                }
+                Ok(SortField::new_with_options(dt, k.options))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let converter = RowConverter::new(fields)?;
+        let bounds = converter.convert_columns(bounds)?;
+        if bounds.num_rows() >= 1 && (1..bounds.num_rows()).any(|i| bounds.row(i - 1) >= bounds.row(i)) {
+            return plan_err!("ShuffleWriter: range bounds are not strictly increasing");
+        }
+        Ok(Self { keys, converter, bounds })
+    }
+
+    /// The partitions a range shuffle with these bounds has.
+    pub fn num_partitions(&self) -> u32 {
+        self.bounds.num_rows() as u32 + 1
+    }
+
+    fn partitions(&self, batch: &RecordBatch) -> Result<Vec<u32>> {
+        let n = batch.num_rows();
+        let columns =
+            self.keys.iter().map(|k| k.expr.evaluate(batch)?.into_array(n)).collect::<Result<Vec<ArrayRef>>>()?;
+        if self.bounds.num_rows() == 0 {
+            return Ok(vec![0; n]);
+        }
+        let rows = self.converter.convert_columns(&columns)?;
+        let bounds: Vec<_> = self.bounds.iter().collect();
+        Ok(rows.iter().map(|r| bounds.partition_point(|b| *b < r) as u32).collect())
+    }
+}
 
 /// An output batch is closed once its blocks reach this many bytes (so it holds at most this plus one block),
 /// so the JVM never holds a huge batch at once.
@@ -75,6 +131,8 @@ pub struct ShuffleWriterExec {
     num_partitions: u32,
     block_schema: SchemaRef,
     spill_bytes: usize,
+    /// Range partitioning (then `keys` is empty and `num_partitions` is the partitioner's).
+    range: Option<Arc<RangePartitioner>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -127,9 +185,20 @@ impl ShuffleWriterExec {
             num_partitions,
             block_schema,
             spill_bytes,
+            range: None,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// Routes rows by `range` instead of hashing (the writer must have no hash keys).
+    pub fn with_range(mut self, range: RangePartitioner) -> Result<Self> {
+        if !self.keys.is_empty() {
+            return plan_err!("ShuffleWriter: both hash keys and range bounds");
+        }
+        self.num_partitions = range.num_partitions();
+        self.range = Some(Arc::new(range));
+        Ok(self)
     }
 
     pub fn keys(&self) -> &[Arc<dyn PhysicalExpr>] {
@@ -195,13 +264,15 @@ impl ExecutionPlan for ShuffleWriterExec {
         if children.len() != 1 {
             return internal_err!("ShuffleWriterExec has one child");
         }
-        Ok(Arc::new(Self::try_new(
+        let mut new = Self::try_new(
             children.remove(0),
             self.keys.clone(),
             self.num_partitions,
             self.block_schema.clone(),
             self.spill_bytes,
-        )?))
+        )?;
+        new.range = self.range.clone();
+        Ok(Arc::new(new))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
@@ -213,6 +284,7 @@ impl ExecutionPlan for ShuffleWriterExec {
             input,
             keys: self.keys.clone(),
             num_partitions: self.num_partitions,
+            range: self.range.clone(),
             block_schema: self.block_schema.clone(),
             spill_bytes: self.spill_bytes,
             batch_size: context.session_config().batch_size().max(1),
@@ -299,6 +371,7 @@ struct ShuffleWriterStream {
     input: SendableRecordBatchStream,
     keys: Vec<Arc<dyn PhysicalExpr>>,
     num_partitions: u32,
+    range: Option<Arc<RangePartitioner>>,
     block_schema: SchemaRef,
     spill_bytes: usize,
     batch_size: usize,
@@ -319,6 +392,9 @@ struct ShuffleWriterStream {
 impl ShuffleWriterStream {
     /// Each row's partition.
     fn partitions(&self, batch: &RecordBatch) -> Result<Vec<u32>> {
+        if let Some(range) = &self.range {
+            return range.partitions(batch);
+        }
         let n = batch.num_rows();
         let mut hashes = vec![SPARK_HASH_SEED; n];
         for k in &self.keys {

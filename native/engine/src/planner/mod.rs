@@ -4,6 +4,7 @@ pub mod expr;
 pub mod functions;
 pub mod prefix_window;
 pub mod spilling_hash_join;
+pub mod take_ordered_and_project;
 pub mod types;
 
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use ember_proto as pb;
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, RadixSortExec, ShuffleWriterExec};
+use crate::operators::{InputExec, RadixSortExec, RangePartitioner, ShuffleWriterExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
@@ -150,6 +151,10 @@ impl Planner {
                 expect_children(1)?;
                 aggregate::create_aggregate(a, children.remove(0))?
             }
+            Kind::TakeOrderedAndProject(t) => {
+                expect_children(1)?;
+                take_ordered_and_project::create_take_ordered_and_project(t, children.remove(0))?
+            }
             Kind::ShuffleWriter(w) => {
                 expect_children(1)?;
                 let input = children.remove(0);
@@ -158,13 +163,26 @@ impl Planner {
                 let block_schema = types::to_arrow_schema(
                     w.block_schema.as_ref().ok_or_else(|| plan_error("shuffle writer without a block schema"))?,
                 )?;
-                Arc::new(ShuffleWriterExec::try_new(
+                let writer = ShuffleWriterExec::try_new(
                     input,
                     keys,
                     w.num_partitions,
                     Arc::new(block_schema),
                     usize::try_from(w.spill_bytes).unwrap_or(usize::MAX),
-                )?)
+                )?;
+                if w.range {
+                    let range = range_partitioner(w, &schema)?;
+                    if range.num_partitions() != w.num_partitions {
+                        return Err(plan_error(format!(
+                            "range shuffle of {} partitions with {} bounds",
+                            w.num_partitions,
+                            range.num_partitions() - 1
+                        )));
+                    }
+                    Arc::new(writer.with_range(range)?)
+                } else {
+                    Arc::new(writer)
+                }
             }
         };
         // Every DataFusion node this operator is made of reports to its Spark node (e.g. a final aggregate's
@@ -184,9 +202,59 @@ impl Planner {
     }
 }
 
+/// A range shuffle's partitioner: the keys in Spark's sort order (floats normalized) and the bounds, literals
+/// evaluated into one column per key and normalized the same way.
+fn range_partitioner(w: &pb::ShuffleWriter, schema: &arrow::datatypes::SchemaRef) -> Result<RangePartitioner> {
+    if !w.keys.is_empty() {
+        return Err(plan_error("range shuffle with hash keys"));
+    }
+    // Every key, repeated ones included (a LexOrdering would drop them): each bound row has one value per key.
+    let keys = sort_exprs(&w.range_order, schema)?;
+    let width = keys.len();
+    if width == 0 {
+        return Err(plan_error("range shuffle without keys"));
+    }
+    if !w.range_bounds.len().is_multiple_of(width) {
+        return Err(plan_error("range bounds are not whole rows"));
+    }
+    let one_row = arrow::record_batch::RecordBatch::try_new_with_options(
+        Arc::new(arrow::datatypes::Schema::empty()),
+        vec![],
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(1)),
+    )?;
+    let empty = arrow::datatypes::Schema::empty();
+    let mut columns = Vec::with_capacity(width);
+    for (j, key) in keys.iter().enumerate() {
+        let dt = key.expr.data_type(schema)?;
+        let values = w
+            .range_bounds
+            .iter()
+            .skip(j)
+            .step_by(width)
+            .map(|b| {
+                let v = NormalizeFloatExpr::wrap_if_float(expr::create_expr(b, &empty)?, &empty)?
+                    .evaluate(&one_row)?
+                    .into_array(1)?;
+                if v.data_type() == &dt {
+                    Ok(v)
+                } else {
+                    Ok(arrow::compute::cast(&v, &dt)?)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&dyn arrow::array::Array> = values.iter().map(|a| a.as_ref()).collect();
+        columns.push(if refs.is_empty() { arrow::array::new_empty_array(&dt) } else { arrow::compute::concat(&refs)? });
+    }
+    RangePartitioner::try_new(keys, &columns, schema)
+}
+
 /// Spark's sort order: float keys normalized (all NaNs equal and largest, -0.0 = 0.0), nulls as asked.
 pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<LexOrdering> {
-    let exprs = order
+    LexOrdering::new(sort_exprs(order, schema)?).ok_or_else(|| plan_error("sort without keys"))
+}
+
+fn sort_exprs(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<Vec<PhysicalSortExpr>> {
+    order
         .iter()
         .map(|o| {
             let e =
@@ -196,6 +264,5 @@ pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema)
                 SortOptions { descending: !o.ascending, nulls_first: o.nulls_first },
             ))
         })
-        .collect::<Result<Vec<_>>>()?;
-    LexOrdering::new(exprs).ok_or_else(|| plan_error("sort without keys"))
+        .collect::<Result<Vec<_>>>()
 }

@@ -96,6 +96,23 @@ object EmberConf {
     "Run `LocalLimitExec` and `GlobalLimitExec` natively (as `EmberLocalLimitExec` / `EmberGlobalLimitExec`)."
   )
 
+  val EXEC_TAKE_ORDERED_AND_PROJECT: Entry[Boolean] = bool(
+    "spark.ember.exec.takeOrderedAndProject.enabled",
+    default = true,
+    "Run `TakeOrderedAndProjectExec` (ORDER BY ... LIMIT) natively: a top-k sort per partition " +
+      "(`EmberSortExec` with a fetch), Ember's single-partition shuffle, then `EmberTakeOrderedAndProjectExec` " +
+      "(top-k sort, offset, projection)."
+  )
+
+  val EXEC_COLLECT_LIMIT: Entry[Boolean] = bool(
+    "spark.ember.exec.collectLimit.enabled",
+    default = true,
+    "Run `CollectLimitExec` (a LIMIT at the top of a collected query) over a native child as " +
+      "`EmberCollectLimitExec`: `collect()` takes the rows as Spark does (`executeTake` over the native child, " +
+      "scanning only the partitions it needs); executed as an RDD, the per-partition limit, the single-partition " +
+      "shuffle and the final limit run natively."
+  )
+
   val EXEC_PREFIX_WINDOW: Entry[Boolean] = bool(
     "spark.ember.exec.prefixWindow.enabled",
     default = true,
@@ -318,6 +335,15 @@ object EmberConf {
     "Run `BroadcastHashJoinExec` natively (as `EmberBroadcastHashJoinExec`, the spilling hash join over the " +
       "blocks of `EmberBroadcastExchangeExec`): each task builds its hash table from the broadcast blocks, " +
       "null-aware anti joins (`NOT IN`) included."
+  )
+
+  val EXEC_RANGE_SHUFFLE: Entry[Boolean] = bool(
+    "spark.ember.exec.rangeShuffle.enabled",
+    default = true,
+    "Run range-partitioned `ShuffleExchangeExec`s (global ORDER BY) as Ember's columnar shuffle: Spark's own " +
+      "`RangePartitioner` samples the bounds (running the native child once more, as Spark runs its child for " +
+      "sampling), and the native writer routes each row by a binary search over them in Spark's order. Needs " +
+      "`spark.ember.exec.shuffle.enabled`."
   )
 
   val EXEC_SHUFFLE: Entry[Boolean] = bool(

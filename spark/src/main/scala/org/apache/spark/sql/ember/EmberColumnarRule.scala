@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning
+import org.apache.spark.sql.catalyst.plans.physical.{SinglePartition, UnknownPartitioning}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.ember.execution._
@@ -146,6 +146,73 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     }
   }
 
+  /** A single-partition Ember shuffle of a native child, or why there is none. */
+  private def gather(child: SparkPlan): Either[String, proto.Operator] = {
+    val ex = exchange.ShuffleExchangeExec(SinglePartition, child, exchange.ENSURE_REQUIREMENTS)
+    if (!ShuffleSerde.enabled.get(session.sessionState.conf)) Left(s"${ShuffleSerde.enabled.key} is false")
+    else ShuffleSerde.convert(ex).flatMap(op => EngineSupport.check(ex, op).map(_ => op))
+  }
+
+  /**
+   * ORDER BY ... LIMIT: per partition a top-k sort, Ember's shuffle into one partition, then the final top-k,
+   * offset and projection (`EmberTakeOrderedAndProjectExec`); a child already in one partition is read directly.
+   */
+  private def takeOrderedAndProject(t: TakeOrderedAndProjectExec): SparkPlan =
+    ExprSerde.convertAll(t.projectList, t.child.output) match {
+      // A projection the engine cannot run: the top-k stays native, Spark projects its few rows.
+      case Left(reason) if EmberConf.EXEC_TAKE_ORDERED_AND_PROJECT.get(session.sessionState.conf) =>
+        topK(t.copy(projectList = t.child.output)) match {
+          case native: EmberTakeOrderedAndProjectExec =>
+            val project = ProjectExec(t.projectList, native)
+            tag(project, reason)
+            project
+          case _ => topK(t)
+        }
+      case _ => topK(t)
+    }
+
+  private def topK(t: TakeOrderedAndProjectExec): SparkPlan =
+    attempt(t, TakeOrderedAndProjectSerde) { op =>
+      val child = native(t.child)
+      val gathered: Either[String, SparkPlan] =
+        if (t.child.outputPartitioning == SinglePartition) Right(child)
+        else {
+          val sort = SortExec(t.sortOrder, global = false, t.child)
+          for {
+            s <- SortSerde.convert(sort).map(TakeOrderedAndProjectSerde.partialTopK(_, t.limit))
+            _ <- EngineSupport.check(sort, s)
+            topK = EmberSortExec(t.sortOrder, global = false, child, s)
+            w <- gather(topK)
+          } yield native(
+            EmberShuffleExchangeExec(SinglePartition, topK, exchange.ENSURE_REQUIREMENTS, None, w)
+          )
+        }
+      gathered match {
+        case Right(in) =>
+          EmberTakeOrderedAndProjectExec(t.limit, t.offset, t.sortOrder, t.projectList, in, op)
+        case Left(reason) =>
+          tag(t, reason)
+          t
+      }
+    }
+
+  /** A collected LIMIT over a native child (see [[EmberCollectLimitExec]]); over a Spark child it stays Spark's. */
+  private def collectLimit(c: CollectLimitExec): SparkPlan = c.child match {
+    case child: EmberExec =>
+      attempt(c, CollectLimitSerde) { op =>
+        gather(child) match {
+          case Right(w) =>
+            EmberCollectLimitExec(c.limit, c.offset, child, CollectLimitSerde.localLimit(c), w, op)
+          case Left(reason) =>
+            tag(c, reason)
+            c
+        }
+      }
+    case _ =>
+      tag(c, "CollectLimitExec runs natively only over a native child")
+      c
+  }
+
   private def convert(plan: SparkPlan): SparkPlan = plan match {
     case _: EmberExec => plan
     case f: FilterExec => attempt(f, FilterSerde)(op => EmberFilterExec(f.condition, native(f.child), op))
@@ -241,6 +308,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       }
     // Tagged with the reason by markOrderedBroadcastJoins.
     case j: joins.BroadcastHashJoinExec => j
+    case t: TakeOrderedAndProjectExec => takeOrderedAndProject(t)
+    case c: CollectLimitExec => collectLimit(c)
     case other =>
       if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
         tag(other, s"${other.nodeName} has no native implementation")

@@ -15,7 +15,8 @@ import org.apache.spark.sql.execution.{
   LocalLimitExec,
   ProjectExec,
   SortExec,
-  SparkPlan
+  SparkPlan,
+  TakeOrderedAndProjectExec
 }
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.window.WindowExec
@@ -131,7 +132,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberPrefixWindowExec] -> classOf[WindowExec],
     classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
     classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec],
-    classOf[EmberBroadcastHashJoinExec] -> classOf[joins.BroadcastHashJoinExec]
+    classOf[EmberBroadcastHashJoinExec] -> classOf[joins.BroadcastHashJoinExec],
+    classOf[EmberTakeOrderedAndProjectExec] -> classOf[TakeOrderedAndProjectExec]
   )
 
   /**

@@ -2,6 +2,7 @@ package org.apache.spark.sql.ember
 
 import org.apache.spark.SparkConf
 import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.catalyst.plans.physical.RangePartitioning
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
@@ -217,7 +218,7 @@ class EmberShuffleSuite extends EmberQueryTest {
     }
   }
 
-  test("round-robin and range exchanges stay in Spark, with the reason") {
+  test("round-robin exchanges stay in Spark, with the reason; range exchanges are native") {
     withEmber(enabled = true) {
       val rr = data.repartition(5)
       rr.collect()
@@ -227,8 +228,12 @@ class EmberShuffleSuite extends EmberQueryTest {
       assert(reasons.flatten.exists(_.contains("RoundRobinPartitioning")), reasons)
       val range = data.repartitionByRange(5, col("i32"))
       range.collect()
-      assert(executedNodes(range).exists(_.isInstanceOf[ShuffleExchangeExec]))
+      assert(executedNodes(range).exists {
+        case e: EmberShuffleExchangeExec => e.outputPartitioning.isInstanceOf[RangePartitioning]
+        case _ => false
+      })
     }
+    checkSparkAnswerAndNative(data.repartitionByRange(5, col("i32")).select("id", "i32"), Nil)
     checkSparkAnswerAndNative(data.repartition(5).select("id", "s"), Nil)
     // A limit's single-partition exchange of rows without columns: Arrow IPC cannot carry it, Spark's can.
     def noColumns = spark.range(0, 100, 1, 3).selectExpr().where(lit(true)).limit(7).groupBy().count()

@@ -20,7 +20,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.logical.Statistics
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, RangePartitioning}
 import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec,
   ShuffledRowRDD,
@@ -79,7 +79,8 @@ case class EmberShuffleExchangeExec(
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
-    "numPartitions" -> SQLMetrics.createMetric(sparkContext, "number of partitions")
+    "numPartitions" -> SQLMetrics.createMetric(sparkContext, "number of partitions"),
+    "rangeSampledRows" -> SQLMetrics.createMetric(sparkContext, "rows read for the range bounds' sample")
   ) ++ readMetrics ++ writeMetrics ++ writerMetrics
 
   override def nodeName: String = "EmberShuffleExchange"
@@ -90,15 +91,22 @@ case class EmberShuffleExchangeExec(
   override def supportsRowBased: Boolean = true
 
   /** (partition, block row) pairs, one per Arrow IPC block the native writer emits. */
+  /** The writer's proto; a range shuffle's with the bounds Spark's `RangePartitioner` samples now. */
+  @transient private lazy val writerOperator: proto.Operator = outputPartitioning match {
+    case r: RangePartitioning => RangeBounds.withBounds(nativeOperator, r, child, metrics("rangeSampledRows"))
+    case _ => nativeOperator
+  }
+
   @transient private lazy val blockRecords: RDD[Product2[Int, InternalRow]] = {
-    val writer = EmberShuffleWriterExec(child, nativeOperator, writerMetrics)
+    val writer = EmberShuffleWriterExec(child, writerOperator, writerMetrics)
     EmberBlock.execute(writer).mapPartitionsInternal(batches => ShuffleBlocks.records(batches))
   }
 
   @transient lazy val shuffleDependency: ShuffleDependency[Int, InternalRow, InternalRow] = {
     val dep = new ShuffleDependency[Int, InternalRow, InternalRow](
       blockRecords,
-      new PartitionIdPassthrough(outputPartitioning.numPartitions),
+      // A range shuffle has as many partitions as bounds + 1, as Spark's RangePartitioner.
+      new PartitionIdPassthrough(writerOperator.getShuffleWriter.getNumPartitions),
       new UnsafeRowSerializer(1, metrics("dataSize")),
       shuffleWriterProcessor = new EmberShuffleWriteProcessor(writeMetrics)
     )

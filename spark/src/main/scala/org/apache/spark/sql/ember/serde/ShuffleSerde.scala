@@ -2,7 +2,8 @@ package org.apache.spark.sql.ember.serde
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, SinglePartition}
+import org.apache.spark.sql.catalyst.expressions.Literal
+import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, RangePartitioning, SinglePartition}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -13,8 +14,9 @@ import org.ember.proto
  * `ShuffleExchangeExec` → the map side of Ember's columnar shuffle (`ShuffleWriter`). Only partitionings the
  * native writer reproduces exactly: Spark's hash partitioning (`pmod(murmur3(keys, 42), n)`, so a natively
  * shuffled side lines up with a side Spark shuffled) over key types whose Murmur3 hash it computes as Spark
- * does, and a single partition. Round-robin (its start depends on Spark's random generator and on row order)
- * and range (sampled bounds) stay in Spark.
+ * does, a single partition, and Spark's range partitioning (bounds sampled by Spark's own `RangePartitioner`
+ * when the exchange runs, see [[org.apache.spark.sql.ember.execution.RangeBounds]]). Round-robin (its start
+ * depends on Spark's random generator and on row order) stays in Spark.
  */
 object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SHUFFLE
@@ -44,17 +46,37 @@ object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
             case None => ExprSerde.convertAll(h.expressions, plan.child.output)
           }
         case SinglePartition => Right(Nil)
+        case _: RangePartitioning => Right(Nil)
         case other => Left(s"${other.getClass.getSimpleName.stripSuffix("$")} exchanges stay in Spark")
       }
-    } yield op(
-      _.setShuffleWriter(
-        proto.ShuffleWriter
-          .newBuilder()
-          .addAllKeys(keys.asJava)
-          .setNumPartitions(plan.outputPartitioning.numPartitions)
-          .setBlockSchema(blockSchema)
-          .setSpillBytes(EmberConf.SHUFFLE_SPILL_BYTES.get(conf))
-      )
-    )
+      range <- plan.outputPartitioning match {
+        case r: RangePartitioning => rangeOrder(r, plan).map(Some(_))
+        case _ => Right(None)
+      }
+    } yield {
+      val b = proto.ShuffleWriter
+        .newBuilder()
+        .addAllKeys(keys.asJava)
+        .setNumPartitions(plan.outputPartitioning.numPartitions)
+        .setBlockSchema(blockSchema)
+        .setSpillBytes(EmberConf.SHUFFLE_SPILL_BYTES.get(conf))
+      // The bounds are sampled when the exchange runs (RangeBounds); until then, one partition and none.
+      range.foreach(order => b.setRange(true).addAllRangeOrder(order.asJava).setNumPartitions(1))
+      op(_.setShuffleWriter(b))
+    }
   }
+
+  /** A range exchange's sort orders, when its bounds can travel as literals. */
+  private def rangeOrder(
+      r: RangePartitioning,
+      plan: ShuffleExchangeExec
+  ): Either[String, Seq[proto.SortOrder]] =
+    if (!EmberConf.EXEC_RANGE_SHUFFLE.get()) Left(s"${EmberConf.EXEC_RANGE_SHUFFLE.key} is false")
+    else
+      r.ordering.map(_.dataType).find { dt =>
+        ExprSerde.literal(Literal.default(dt).value, dt, SQLConf.get.sessionLocalTimeZone).isLeft
+      } match {
+        case Some(dt) => Left(s"range bounds of type ${dt.simpleString} cannot travel natively")
+        case None => SortSerde.sortOrder(r.ordering, plan.child.output)
+      }
 }
