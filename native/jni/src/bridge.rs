@@ -10,7 +10,7 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
-use ember_engine::operators::parquet_scan::{ParquetScanReader, ParquetSplit};
+use ember_engine::operators::parquet_scan::{DatetimeRebase, ParquetScanReader, ParquetSplit, RebaseMode};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
 use ember_engine::proto::InputKind;
@@ -81,6 +81,7 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
         K::NumberFormat => pb::SparkExceptionKind::NumberFormat,
         K::DateTime => pb::SparkExceptionKind::DateTime,
         K::Spark => pb::SparkExceptionKind::Spark,
+        K::Upgrade => pb::SparkExceptionKind::Upgrade,
     };
     let message = pb::SparkError {
         kind: kind as i32,
@@ -269,18 +270,40 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let splits = task
                         .splits
                         .into_iter()
-                        .map(|s| ParquetSplit {
-                            path: s.path,
-                            start: s.start,
-                            length: s.length,
-                            display_path: s.display_path,
+                        .map(|s| {
+                            let partition_values = s
+                                .partition_values
+                                .iter()
+                                .map(ember_engine::planner::types::to_scalar)
+                                .collect::<Result<Vec<_>, _>>()
+                                .map_err(|e| BridgeError::Invalid(format!("Parquet split partition value: {e}")))?;
+                            Ok(ParquetSplit {
+                                path: s.path,
+                                start: s.start,
+                                length: s.length,
+                                display_path: s.display_path,
+                                partition_values,
+                            })
                         })
-                        .collect();
+                        .collect::<BridgeResult<Vec<_>>>()?;
+                    let mode = |m: i32| match ember_engine::proto::ParquetScanRebaseMode::try_from(m) {
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Exception) => Ok(RebaseMode::Exception),
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Corrected) => Ok(RebaseMode::Corrected),
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Legacy) => Ok(RebaseMode::Legacy),
+                        Err(_) => Err(BridgeError::Invalid(format!("unknown Parquet rebase mode {m}"))),
+                    };
+                    let rebase = DatetimeRebase {
+                        datetime_mode: mode(task.datetime_rebase_mode)?,
+                        int96_mode: mode(task.int96_rebase_mode)?,
+                        last_switch_julian_day: task.last_switch_julian_day,
+                        last_switch_julian_ts: task.last_switch_julian_ts,
+                    };
                     let source = env.new_global_ref(&source)?;
                     let reader = ParquetScanReader::new(
                         schema,
                         task.columns,
                         task.case_sensitive,
+                        rebase,
                         splits,
                         batch_size,
                         move || check_alive(&source),

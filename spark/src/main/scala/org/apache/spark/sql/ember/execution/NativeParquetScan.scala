@@ -5,10 +5,12 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.datasources.FileScanRDD
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetUtils}
+import org.apache.spark.sql.catalyst.util.RebaseDateTime
+import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetUtils}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.ember.serde.ExprSerde
 import org.ember.EmberConf
 import org.ember.proto
 
@@ -34,8 +36,9 @@ object NativeParquetScan {
     if (!EmberConf.EXEC_PARQUET_SCAN.get(conf)) Some(s"${EmberConf.EXEC_PARQUET_SCAN.key} is false")
     else if (relation.fileFormat.getClass != classOf[ParquetFileFormat])
       Some(s"file format ${relation.fileFormat} is not Parquet")
-    else if (relation.partitionSchema.nonEmpty) Some("partition columns are read by Spark")
-    else if (scan.output.map(_.name) != scan.requiredSchema.fieldNames.toSeq)
+    else if (
+      scan.output.map(_.name) != (scan.requiredSchema.fieldNames ++ relation.partitionSchema.fieldNames).toSeq
+    )
       Some("metadata columns are read by Spark")
     else if (!relation.location.rootPaths.forall(p => p.toUri.getScheme == "file"))
       Some("only local files are read natively")
@@ -48,15 +51,56 @@ object NativeParquetScan {
     )
       Some("columns matched by Parquet field id are read by Spark")
     else
-      scan.requiredSchema.fields.collectFirst {
-        case f if !readable(f.dataType) =>
-          s"column ${f.name}: ${f.dataType.simpleString} is read by Spark"
-      }
+      scan.requiredSchema.fields
+        .collectFirst {
+          case f if !readable(f.dataType) =>
+            s"column ${f.name}: ${f.dataType.simpleString} is read by Spark"
+        }
+        .orElse(relation.partitionSchema.fields.collectFirst {
+          case f
+              if !readable(f.dataType) || ExprSerde
+                .literal(null, f.dataType, conf.sessionLocalTimeZone)
+                .isLeft =>
+            s"partition column ${f.name}: ${f.dataType.simpleString} is read by Spark"
+        })
+        .orElse(timestampsUnsupported(scan))
   }
 
-  // Flat, non-temporal types: dates and timestamps stay Spark's (calendar rebasing, INT96).
+  /**
+   * Timestamp (with local time zone) reads the native reader cannot do exactly: INT96 values shifted to the
+   * session time zone, and rebasing ancient timestamps from the hybrid calendar in LEGACY mode (that needs the
+   * JVM's time-zone rules; the native reader rebases only dates, and fails a file whose own metadata asks for
+   * a timestamp rebase it cannot do, naming the key that leaves the scan to Spark).
+   */
+  private def timestampsUnsupported(scan: FileSourceScanExec): Option[String] = {
+    val conf = SQLConf.get
+    scan.requiredSchema.fields.find(_.dataType == TimestampType).flatMap { f =>
+      val options = new ParquetOptions(scan.relation.options, conf)
+      if (conf.isParquetINT96TimestampConversion)
+        Some(s"column ${f.name}: ${SQLConf.PARQUET_INT96_TIMESTAMP_CONVERSION.key} is true")
+      else if (
+        mode(options.datetimeRebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      )
+        Some(s"column ${f.name}: timestamps rebased in LEGACY mode are read by Spark")
+      else if (
+        mode(options.int96RebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      )
+        Some(s"column ${f.name}: INT96 timestamps rebased in LEGACY mode are read by Spark")
+      else None
+    }
+  }
+
+  private def mode(policy: String): proto.ParquetScanRebaseMode =
+    policy.toUpperCase(java.util.Locale.ROOT) match {
+      case "CORRECTED" => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_CORRECTED
+      case "LEGACY" => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      case _ => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_EXCEPTION
+    }
+
+  // Flat types. Dates and timestamps as Spark's vectorized reader reads them, rebased as it does.
   private def readable(dt: DataType): Boolean = dt match {
-    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | BinaryType =>
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | BinaryType |
+        DateType | TimestampType | TimestampNTZType =>
       true
     case s: StringType => s.isUTF8BinaryCollation
     case _: DecimalType => true
@@ -71,17 +115,37 @@ object NativeParquetScan {
     }
     val columns = scan.requiredSchema.fieldNames.toSeq.asJava
     val caseSensitive = SQLConf.get.caseSensitiveAnalysis
+    // The read modes as Spark's ParquetFileFormat takes them: the scan's options, else the session's conf.
+    val options = new ParquetOptions(scan.relation.options, SQLConf.get)
+    val datetimeMode = mode(options.datetimeRebaseModeInRead)
+    val partitionSchema = scan.relation.partitionSchema
+    val tz = SQLConf.get.sessionLocalTimeZone
+    val int96Mode = mode(options.int96RebaseModeInRead)
     val tasks = partitions.map { p =>
-      val task = proto.ParquetScanTask.newBuilder().addAllColumns(columns).setCaseSensitive(caseSensitive)
+      val task = proto.ParquetScanTask
+        .newBuilder()
+        .addAllColumns(columns)
+        .setCaseSensitive(caseSensitive)
+        .setDatetimeRebaseMode(datetimeMode)
+        .setInt96RebaseMode(int96Mode)
+        .setLastSwitchJulianDay(RebaseDateTime.lastSwitchJulianDay)
+        .setLastSwitchJulianTs(RebaseDateTime.lastSwitchJulianTs)
       p.files.foreach { f =>
-        task.addSplits(
-          proto.ParquetSplit
-            .newBuilder()
-            .setPath(f.toPath.toUri.getPath)
-            .setStart(f.start)
-            .setLength(f.length)
-            .setDisplayPath(f.urlEncodedPath)
-        )
+        val split = proto.ParquetSplit
+          .newBuilder()
+          .setPath(f.toPath.toUri.getPath)
+          .setStart(f.start)
+          .setLength(f.length)
+          .setDisplayPath(f.urlEncodedPath)
+        // The file's partition values, appended by the reader after the data columns (as FileScanRDD does).
+        partitionSchema.fields.zipWithIndex.foreach { case (field, i) =>
+          val value = f.partitionValues.get(i, field.dataType)
+          ExprSerde.literal(value, field.dataType, tz) match {
+            case Right(lit) => split.addPartitionValues(lit)
+            case Left(why) => throw new IllegalStateException(s"partition value of ${field.name}: $why")
+          }
+        }
+        task.addSplits(split)
       }
       (task.build().toByteArray, p.files.length)
     }
