@@ -22,7 +22,11 @@
 //!   from the hybrid Julian calendar (Spark's switch table), and timestamps only where no value is before the
 //!   switch (rebasing those needs the JVM's time-zone rules: such a file fails the read, naming the key that
 //!   leaves the scan to Spark). TIMESTAMP_NTZ is never rebased.
-//! - **Filters** are not applied: Spark keeps every data filter of a file scan in a filter above it.
+//! - **Filters** are not applied to rows: Spark keeps every data filter of a file scan in a filter above it.
+//!   Simple conjuncts of them (`column <op> literal`, IN, IS [NOT] NULL on integers, strings and dates) skip
+//!   row groups whose statistics prove that no row passes; only statistics that are exact bounds for the values
+//!   read are used (signed integers, strings by their byte order from non-deprecated statistics, dates of
+//!   files read as written), never floats, decimals, timestamps or INT96.
 //!
 //! Which scans come here (flat schemas, no partition columns, local files, rebase modes the reader keeps) is
 //! decided on the JVM side; everything else stays Spark's scan.
@@ -73,6 +77,32 @@ impl ParquetSplit {
         }
     }
 }
+
+/// How a [`ScanFilter`] compares its column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    IsNull,
+    IsNotNull,
+    In,
+}
+
+/// `column <op> values`, a conjunct of Spark's data filters: a row group whose statistics prove it false or
+/// NULL for every row is skipped (Spark still applies the filter above the scan).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanFilter {
+    /// Index of the data column (in the scan's requested names).
+    pub column: usize,
+    pub op: FilterOp,
+    pub values: Vec<ScalarValue>,
+}
+
+/// A reported count of row groups skipped by statistics.
+pub type PrunedCallback = Box<dyn FnMut(u64) -> datafusion_common::Result<()> + Send>;
 
 /// Spark's `LegacyBehaviorPolicy` for dates and timestamps that may have been written in the hybrid Julian
 /// calendar (Spark 2.x, or Spark 3 in LEGACY write mode).
@@ -226,6 +256,8 @@ pub struct ParquetScanReader<F> {
     rebase: DatetimeRebase,
     batch_size: usize,
     splits: VecDeque<ParquetSplit>,
+    filters: Vec<ScanFilter>,
+    on_pruned: Option<PrunedCallback>,
     current: Option<OpenSplit>,
     /// Set after an error: the reader ends there.
     failed: bool,
@@ -272,10 +304,19 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             rebase,
             batch_size: batch_size.max(1),
             splits: splits.into(),
+            filters: Vec::new(),
+            on_pruned: None,
             current: None,
             failed: false,
             alive,
         })
+    }
+
+    /// Skips row groups by `filters`' statistics; `on_pruned` hears how many each split skipped.
+    pub fn with_filters(mut self, filters: Vec<ScanFilter>, on_pruned: PrunedCallback) -> Self {
+        self.filters = filters;
+        self.on_pruned = Some(on_pruned);
+        self
     }
 
     /// Opens the next split that has row groups of its own; None when none is left.
@@ -316,9 +357,6 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             } else {
                 meta
             };
-            let kv = meta.metadata().file_metadata().key_value_metadata();
-            let datetime_mode = file_rebase_mode(kv, self.rebase.datetime_mode, "3.0.0", SPARK_LEGACY_DATETIME_KEY);
-            let int96_mode = file_rebase_mode(kv, self.rebase.int96_mode, "3.1.0", SPARK_LEGACY_INT96_KEY);
             let end = split.start.saturating_add(split.length);
             let row_groups: Vec<usize> = meta
                 .metadata()
@@ -332,6 +370,9 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 continue;
             }
             let file_schema = meta.schema().clone();
+            let kv = meta.metadata().file_metadata().key_value_metadata();
+            let datetime_mode = file_rebase_mode(kv, self.rebase.datetime_mode, "3.0.0", SPARK_LEGACY_DATETIME_KEY);
+            let int96_mode = file_rebase_mode(kv, self.rebase.int96_mode, "3.1.0", SPARK_LEGACY_INT96_KEY);
             let mut roots = Vec::new();
             let mut wanted = Vec::with_capacity(self.names.len());
             for (name, field) in self.names.iter().zip(self.schema.fields()) {
@@ -387,6 +428,10 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                 }
             }
+            let row_groups = self.prune(&meta, &wanted, row_groups, &file_name)?;
+            if row_groups.is_empty() {
+                continue;
+            }
             roots.sort_unstable();
             roots.dedup();
             // The projected batch holds the chosen roots in file order.
@@ -409,6 +454,51 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             return Ok(Some(OpenSplit { reader, columns, path: file_name, partition_values: split.partition_values }));
         }
         Ok(None)
+    }
+
+    /// The row groups of `row_groups` that `filters` cannot rule out by their statistics.
+    fn prune(
+        &mut self,
+        meta: &ArrowReaderMetadata,
+        wanted: &[Option<(usize, Convert)>],
+        row_groups: Vec<usize>,
+        file: &str,
+    ) -> Result<Vec<usize>, ArrowError> {
+        if self.filters.is_empty() {
+            return Ok(row_groups);
+        }
+        let roots = meta.parquet_schema().root_schema().get_fields();
+        let leaves = meta.parquet_schema().columns();
+        // Per filter: the leaf column whose statistics bound the values read, if any.
+        let leaf_of: Vec<Option<usize>> = self
+            .filters
+            .iter()
+            .map(|f| {
+                let (root, convert) = wanted.get(f.column)?.as_ref()?;
+                let root = roots.get(*root)?;
+                if !root.is_primitive() || !stats_exact(root, convert) {
+                    return None;
+                }
+                leaves.iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == root.name())
+            })
+            .collect();
+        let before = row_groups.len();
+        let kept: Vec<usize> = row_groups
+            .into_iter()
+            .filter(|&rg| {
+                let rg = meta.metadata().row_group(rg);
+                !self.filters.iter().zip(&leaf_of).any(|(f, leaf)| {
+                    leaf.and_then(|l| rg.column(l).statistics()).is_some_and(|st| rules_out(f, st, rg.num_rows()))
+                })
+            })
+            .collect();
+        let pruned = (before - kept.len()) as u64;
+        if pruned > 0 {
+            if let Some(report) = self.on_pruned.as_mut() {
+                report(pruned).map_err(|e| failed_read(file, e))?;
+            }
+        }
+        Ok(kept)
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
@@ -463,6 +553,89 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )
+    }
+}
+
+/// Whether a file column's statistics bound the values the scan reads from it: signed integers (read as is
+/// or widened), DATE read as written, strings in byte order. Never floats (NaN, -0.0), decimals, timestamps,
+/// INT96, unsigned integers, or rebased dates.
+fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert) -> bool {
+    use parquet::basic::{ConvertedType, LogicalType};
+    let info = column.get_basic_info();
+    let unsigned = matches!(info.logical_type_ref(), Some(LogicalType::Integer(int)) if !int.is_signed)
+        || matches!(
+            info.converted_type(),
+            ConvertedType::UINT_8 | ConvertedType::UINT_16 | ConvertedType::UINT_32 | ConvertedType::UINT_64
+        );
+    match (column.get_physical_type(), convert) {
+        (PhysicalType::INT32 | PhysicalType::INT64, Convert::AsIs | Convert::Cast(_)) => !unsigned,
+        (PhysicalType::INT32, Convert::Days(RebaseMode::Corrected)) => true,
+        (PhysicalType::BYTE_ARRAY, Convert::AsIs) => true,
+        _ => false,
+    }
+}
+
+/// Whether statistics `st` of a row group of `rows` rows prove `f` false or NULL for every row.
+fn rules_out(f: &ScanFilter, st: &parquet::file::statistics::Statistics, rows: i64) -> bool {
+    use parquet::file::statistics::Statistics as S;
+    use std::cmp::Ordering;
+    let nulls = st.null_count_opt();
+    let all_null = nulls.is_some_and(|n| i64::try_from(n).is_ok_and(|n| n == rows));
+    match f.op {
+        FilterOp::IsNull => return nulls == Some(0),
+        FilterOp::IsNotNull => return all_null,
+        _ => {}
+    }
+    // A comparison is NULL on NULL rows: a row group of NULLs passes none.
+    if all_null && rows > 0 {
+        return true;
+    }
+    // The literal's place relative to [min, max], as (literal vs min, literal vs max).
+    let place = |v: &ScalarValue| -> Option<(Ordering, Ordering)> {
+        match st {
+            S::Int32(s) => {
+                let (min, max) = (*s.min_opt()? as i64, *s.max_opt()? as i64);
+                let v = match v {
+                    ScalarValue::Int8(Some(x)) => *x as i64,
+                    ScalarValue::Int16(Some(x)) => *x as i64,
+                    ScalarValue::Int32(Some(x)) => *x as i64,
+                    ScalarValue::Int64(Some(x)) => *x,
+                    ScalarValue::Date32(Some(x)) => *x as i64,
+                    _ => return None,
+                };
+                Some((v.cmp(&min), v.cmp(&max)))
+            }
+            S::Int64(s) => {
+                let (min, max) = (*s.min_opt()?, *s.max_opt()?);
+                let ScalarValue::Int64(Some(v)) = v else { return None };
+                Some((v.cmp(&min), v.cmp(&max)))
+            }
+            S::ByteArray(s) if !st.is_min_max_deprecated() => {
+                let (min, max) = (s.min_opt()?.data(), s.max_opt()?.data());
+                let ScalarValue::Utf8(Some(v)) = v else { return None };
+                Some((v.as_bytes().cmp(min), v.as_bytes().cmp(max)))
+            }
+            _ => None,
+        }
+    };
+    let outside = |v: &ScalarValue| place(v).is_some_and(|(lo, hi)| lo == Ordering::Less || hi == Ordering::Greater);
+    match (f.op, f.values.as_slice()) {
+        (FilterOp::In, values) => {
+            // NULLs in the list match nothing; every other value must be provably absent.
+            !values.is_empty()
+                && values.iter().all(|v| v.is_null() || outside(v))
+                && values.iter().any(|v| !v.is_null())
+        }
+        (_, [v]) if !v.is_null() => match (f.op, place(v)) {
+            (FilterOp::Eq, Some((lo, hi))) => lo == Ordering::Less || hi == Ordering::Greater,
+            // column < v: no row when min >= v.
+            (FilterOp::Lt, Some((lo, _))) => lo != Ordering::Greater,
+            (FilterOp::Le, Some((lo, _))) => lo == Ordering::Less,
+            (FilterOp::Gt, Some((_, hi))) => hi != Ordering::Less,
+            (FilterOp::Ge, Some((_, hi))) => hi == Ordering::Greater,
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -1212,5 +1385,72 @@ mod tests {
         // Values that do not fit the schema's partition columns are refused up front.
         let bad = vec![split(vec![ScalarValue::Int64(Some(1)), ScalarValue::Utf8(None), ScalarValue::Date32(None)])];
         assert!(ParquetScanReader::new(schema, vec!["id".into()], false, defaults(), bad, 10, || Ok(())).is_err());
+    }
+
+    #[test]
+    fn row_groups_skipped_only_where_statistics_prove_no_row_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        // 10 row groups of 100 sorted ids; `v` NULL in the first group; strings sorted by id.
+        let (path, size) = write_file(dir.path(), 1000, 100);
+        let split = || {
+            vec![ParquetSplit {
+                path: path.clone(),
+                start: 0,
+                length: size,
+                display_path: String::new(),
+                partition_values: vec![],
+            }]
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("c0", DataType::Int64, true),
+            Field::new("c1", DataType::Int32, true),
+            Field::new("c2", DataType::Utf8, true),
+        ]));
+        let run = |filters: Vec<ScanFilter>| -> (usize, u64) {
+            let pruned = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let counter = pruned.clone();
+            let reader = ParquetScanReader::new(
+                schema.clone(),
+                vec!["id".into(), "v".into(), "s".into()],
+                false,
+                defaults(),
+                split(),
+                1000,
+                || Ok(()),
+            )
+            .unwrap()
+            .with_filters(
+                filters,
+                Box::new(move |n| {
+                    counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    Ok(())
+                }),
+            );
+            let rows = reader.map(|b| b.unwrap().num_rows()).sum();
+            (rows, pruned.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        let f = |column, op, values: Vec<ScalarValue>| ScanFilter { column, op, values };
+        let long = |v| ScalarValue::Int64(Some(v));
+        assert_eq!(run(vec![]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::Lt, vec![long(150)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Lt, vec![long(100)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::Le, vec![long(100)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Gt, vec![long(899)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::Ge, vec![long(899)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![long(555)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::In, vec![long(5), ScalarValue::Int64(None), long(999)])]), (200, 8));
+        // Conjuncts: each may rule a group out.
+        assert_eq!(run(vec![f(0, FilterOp::Ge, vec![long(500)]), f(0, FilterOp::Lt, vec![long(600)])]), (100, 9));
+        // INT column (every 7th value NULL), its literal widened to the column's type.
+        assert_eq!(run(vec![f(1, FilterOp::Gt, vec![ScalarValue::Int32(Some(2990))])]), (100, 9));
+        assert_eq!(run(vec![f(1, FilterOp::IsNull, vec![])]), (1000, 0));
+        assert_eq!(run(vec![f(1, FilterOp::IsNotNull, vec![])]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::IsNull, vec![])]), (0, 10));
+        // Strings by byte order ("row 10" < "row 9").
+        assert_eq!(run(vec![f(2, FilterOp::Eq, vec![ScalarValue::Utf8(Some("row 0".into()))])]), (100, 9));
+        assert_eq!(run(vec![f(2, FilterOp::Gt, vec![ScalarValue::Utf8(Some("zz".into()))])]), (0, 10));
+        // Nothing is proved by a NULL literal, a literal of another type, or no statistics.
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Int64(None)])]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Float64(Some(1.0))])]), (1000, 0));
     }
 }

@@ -5,6 +5,21 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.datasources.FileScanRDD
+import org.apache.spark.sql.catalyst.expressions.{
+  And,
+  AttributeReference,
+  EqualTo,
+  Expression,
+  GreaterThan,
+  GreaterThanOrEqual,
+  In,
+  InSet,
+  IsNotNull,
+  IsNull,
+  LessThan,
+  LessThanOrEqual,
+  Literal
+}
 import org.apache.spark.sql.catalyst.util.RebaseDateTime
 import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetUtils}
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -18,7 +33,11 @@ import org.ember.proto
  * One task's Parquet file splits, read natively ([[NativeParquetScan]]): the engine takes `task` (a
  * `ParquetScanTask` proto) and calls [[checkKilled]] before every batch, so a cancelled task stops.
  */
-final class ParquetSource(val task: Array[Byte]) extends NativeInputSource
+final class ParquetSource(val task: Array[Byte], prunedMetric: SQLMetric) extends NativeInputSource {
+
+  /** Called by the engine with the row groups a split skipped by their statistics. */
+  def rowGroupsPruned(n: Long): Unit = prunedMetric += n
+}
 
 /**
  * A Parquet `FileSourceScanExec` read by a native block: each task's `FilePartition` (Spark's own: the same
@@ -107,8 +126,70 @@ object NativeParquetScan {
     case _ => false
   }
 
+  /**
+   * The conjuncts of `scan`'s data filters that the reader can skip row groups with by statistics: a data
+   * column (by its index among the requested ones) compared with literals of its own type. Spark keeps every
+   * data filter above the scan, so the subset only ever saves reading.
+   */
+  private[execution] def pushedFilters(scan: FileSourceScanExec, tz: String): Seq[proto.ParquetScanFilter] = {
+    import proto.ParquetScanFilterOp._
+    val dataColumns = scan.output
+      .take(scan.requiredSchema.length)
+      .zipWithIndex
+      .map { case (a, i) =>
+        a.exprId -> i
+      }
+      .toMap
+    def prunable(dt: DataType): Boolean = dt match {
+      case ByteType | ShortType | IntegerType | LongType | DateType => true
+      case s: StringType => s.isUTF8BinaryCollation
+      case _ => false
+    }
+    def column(e: Expression): Option[Int] = e match {
+      case a: AttributeReference if prunable(a.dataType) => dataColumns.get(a.exprId)
+      case _ => None
+    }
+    def filter(op: proto.ParquetScanFilterOp, e: Expression, values: Seq[Literal]) =
+      column(e).filter(_ => values.forall(_.dataType == e.dataType)).flatMap { i =>
+        val lits = values.map(v => ExprSerde.literal(v.value, v.dataType, tz))
+        if (lits.exists(_.isLeft)) None
+        else
+          Some(
+            proto.ParquetScanFilter
+              .newBuilder()
+              .setColumn(i)
+              .setOp(op)
+              .addAllValues(lits.map(_.toOption.get).asJava)
+              .build()
+          )
+      }
+    def conjuncts(e: Expression): Seq[Expression] = e match {
+      case And(l, r) => conjuncts(l) ++ conjuncts(r)
+      case other => Seq(other)
+    }
+    scan.dataFilters.flatMap(conjuncts).flatMap {
+      case EqualTo(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_EQ, a, Seq(l))
+      case EqualTo(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_EQ, a, Seq(l))
+      case LessThan(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_LT, a, Seq(l))
+      case LessThan(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_GT, a, Seq(l))
+      case LessThanOrEqual(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_LE, a, Seq(l))
+      case LessThanOrEqual(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_GE, a, Seq(l))
+      case GreaterThan(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_GT, a, Seq(l))
+      case GreaterThan(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_LT, a, Seq(l))
+      case GreaterThanOrEqual(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_GE, a, Seq(l))
+      case GreaterThanOrEqual(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_LE, a, Seq(l))
+      case IsNull(a) => filter(PARQUET_SCAN_FILTER_OP_IS_NULL, a, Nil)
+      case IsNotNull(a) => filter(PARQUET_SCAN_FILTER_OP_IS_NOT_NULL, a, Nil)
+      case In(a, list) if list.nonEmpty && list.forall(_.isInstanceOf[Literal]) =>
+        filter(PARQUET_SCAN_FILTER_OP_IN, a, list.map(_.asInstanceOf[Literal]))
+      case InSet(a, set) if set.nonEmpty =>
+        filter(PARQUET_SCAN_FILTER_OP_IN, a, set.toSeq.map(v => Literal.create(v, a.dataType)))
+      case _ => None
+    }
+  }
+
   /** One `ParquetSource` per partition of the scan's own `FileScanRDD`. */
-  def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric): RDD[InputIterator] = {
+  def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric, rowGroupsPruned: SQLMetric): RDD[InputIterator] = {
     val partitions = scan.inputRDD match {
       case f: FileScanRDD => f.filePartitions
       case other => throw new IllegalStateException(s"a Parquet scan read through ${other.getClass.getName}")
@@ -121,6 +202,9 @@ object NativeParquetScan {
     val partitionSchema = scan.relation.partitionSchema
     val tz = SQLConf.get.sessionLocalTimeZone
     val int96Mode = mode(options.int96RebaseModeInRead)
+    val filters =
+      if (EmberConf.PARQUET_SCAN_PUSHDOWN.get(SQLConf.get)) pushedFilters(scan, tz).asJava
+      else java.util.Collections.emptyList[proto.ParquetScanFilter]()
     val tasks = partitions.map { p =>
       val task = proto.ParquetScanTask
         .newBuilder()
@@ -130,6 +214,7 @@ object NativeParquetScan {
         .setInt96RebaseMode(int96Mode)
         .setLastSwitchJulianDay(RebaseDateTime.lastSwitchJulianDay)
         .setLastSwitchJulianTs(RebaseDateTime.lastSwitchJulianTs)
+        .addAllFilters(filters)
       p.files.foreach { f =>
         val split = proto.ParquetSplit
           .newBuilder()
@@ -154,7 +239,7 @@ object NativeParquetScan {
     sc.parallelize(tasks, tasks.size).mapPartitions { it =>
       val (task, splits) = it.next()
       splitsRead += splits
-      Iterator(InputIterator.Parquet(new ParquetSource(task)))
+      Iterator(InputIterator.Parquet(new ParquetSource(task, rowGroupsPruned)))
     }
   }
 }
