@@ -20,6 +20,8 @@ pub enum SparkExceptionKind {
     Runtime,
     /// `SparkException` with the native error as its cause: file read errors (`FAILED_READ_FILE.*`).
     Spark,
+    /// `SparkUpgradeException`: behaviour that changed across Spark versions (ancient dates in legacy files).
+    Upgrade,
 }
 
 impl SparkExceptionKind {
@@ -30,6 +32,7 @@ impl SparkExceptionKind {
             SparkExceptionKind::DateTime => "dateTime",
             SparkExceptionKind::Runtime => "runtime",
             SparkExceptionKind::Spark => "spark",
+            SparkExceptionKind::Upgrade => "upgrade",
         }
     }
 }
@@ -90,6 +93,22 @@ impl SparkError {
             "Parquet column cannot be converted in file {path}. Column: {column}, Expected: {expected}, Found: {actual}"
         ));
         e
+    }
+
+    /// `INCONSISTENT_BEHAVIOR_CROSS_VERSION.READ_ANCIENT_DATETIME` (`DataSourceUtils.newRebaseExceptionInRead`):
+    /// a date or timestamp before the calendar switch in a file that does not say which calendar wrote it, read
+    /// in EXCEPTION mode. `int96`: the INT96 flavour (its own config and option).
+    pub fn parquet_read_ancient_datetime(int96: bool) -> Self {
+        let (format, config, option) = if int96 {
+            ("Parquet INT96", "spark.sql.parquet.int96RebaseModeInRead", "int96RebaseMode")
+        } else {
+            ("Parquet", "spark.sql.parquet.datetimeRebaseModeInRead", "datetimeRebaseMode")
+        };
+        Self::new(
+            SparkExceptionKind::Upgrade,
+            "INCONSISTENT_BEHAVIOR_CROSS_VERSION.READ_ANCIENT_DATETIME",
+            &[("format", format.to_string()), ("config", format!("\"{config}\"")), ("option", format!("\"{option}\""))],
+        )
     }
 
     pub fn with_query_context(mut self, query_context: i32) -> Self {

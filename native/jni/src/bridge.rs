@@ -10,7 +10,9 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
-use ember_engine::operators::parquet_scan::{ParquetScanReader, ParquetSplit};
+use ember_engine::operators::parquet_scan::{
+    DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, RebaseMode, ScanFilter,
+};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
 use ember_engine::proto::InputKind;
@@ -81,6 +83,7 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
         K::NumberFormat => pb::SparkExceptionKind::NumberFormat,
         K::DateTime => pb::SparkExceptionKind::DateTime,
         K::Spark => pb::SparkExceptionKind::Spark,
+        K::Upgrade => pb::SparkExceptionKind::Upgrade,
     };
     let message = pb::SparkError {
         kind: kind as i32,
@@ -269,23 +272,81 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let splits = task
                         .splits
                         .into_iter()
-                        .map(|s| ParquetSplit {
-                            path: s.path,
-                            start: s.start,
-                            length: s.length,
-                            display_path: s.display_path,
+                        .map(|s| {
+                            let partition_values = s
+                                .partition_values
+                                .iter()
+                                .map(ember_engine::planner::types::to_scalar)
+                                .collect::<Result<Vec<_>, _>>()
+                                .map_err(|e| BridgeError::Invalid(format!("Parquet split partition value: {e}")))?;
+                            Ok(ParquetSplit {
+                                path: s.path,
+                                start: s.start,
+                                length: s.length,
+                                display_path: s.display_path,
+                                partition_values,
+                            })
                         })
-                        .collect();
+                        .collect::<BridgeResult<Vec<_>>>()?;
+                    let mode = |m: i32| match ember_engine::proto::ParquetScanRebaseMode::try_from(m) {
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Exception) => Ok(RebaseMode::Exception),
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Corrected) => Ok(RebaseMode::Corrected),
+                        Ok(ember_engine::proto::ParquetScanRebaseMode::Legacy) => Ok(RebaseMode::Legacy),
+                        Err(_) => Err(BridgeError::Invalid(format!("unknown Parquet rebase mode {m}"))),
+                    };
+                    let rebase = DatetimeRebase {
+                        datetime_mode: mode(task.datetime_rebase_mode)?,
+                        int96_mode: mode(task.int96_rebase_mode)?,
+                        last_switch_julian_day: task.last_switch_julian_day,
+                        last_switch_julian_ts: task.last_switch_julian_ts,
+                    };
+                    let filters = task
+                        .filters
+                        .iter()
+                        .map(|f| {
+                            use ember_engine::proto::ParquetScanFilterOp as P;
+                            let op = match P::try_from(f.op) {
+                                Ok(P::Eq) => FilterOp::Eq,
+                                Ok(P::Lt) => FilterOp::Lt,
+                                Ok(P::Le) => FilterOp::Le,
+                                Ok(P::Gt) => FilterOp::Gt,
+                                Ok(P::Ge) => FilterOp::Ge,
+                                Ok(P::IsNull) => FilterOp::IsNull,
+                                Ok(P::IsNotNull) => FilterOp::IsNotNull,
+                                Ok(P::In) => FilterOp::In,
+                                Err(_) => return Err(BridgeError::Invalid(format!("unknown filter op {}", f.op))),
+                            };
+                            let values = f
+                                .values
+                                .iter()
+                                .map(ember_engine::planner::types::to_scalar)
+                                .collect::<Result<Vec<_>, _>>()
+                                .map_err(|e| BridgeError::Invalid(format!("Parquet scan filter value: {e}")))?;
+                            Ok(ScanFilter { column: f.column as usize, op, values })
+                        })
+                        .collect::<BridgeResult<Vec<_>>>()?;
+                    let metrics = env.new_global_ref(&source)?;
                     let source = env.new_global_ref(&source)?;
                     let reader = ParquetScanReader::new(
                         schema,
                         task.columns,
                         task.case_sensitive,
+                        rebase,
                         splits,
                         batch_size,
                         move || check_alive(&source),
                     )
-                    .map_err(|e| BridgeError::Invalid(e.to_string()))?;
+                    .map_err(|e| BridgeError::Invalid(e.to_string()))?
+                    .with_filters(
+                        filters,
+                        Box::new(move |n| {
+                            call_source("reporting pruned row groups failed", |env| {
+                                let n = JValue::Long(i64::try_from(n).unwrap_or(i64::MAX));
+                                env.call_method(&metrics, jni_str!("rowGroupsPruned"), jni_sig!("(J)V"), &[n])
+                                    .map(|_| ())
+                            })
+                        }),
+                    );
                     inputs.push(Box::new(reader));
                 }
                 InputKind::ShuffleBlocks | InputKind::BroadcastBlocks => {

@@ -13,22 +13,46 @@
 //!   (smaller integers to larger ones or to DOUBLE, FLOAT to DOUBLE, a decimal to one of the same scale and
 //!   larger precision, string and binary encodings); anything else fails the task with the column and file
 //!   named.
-//! - **Filters** are not applied: Spark keeps every data filter of a file scan in a filter above it.
+//! - **Dates and timestamps** as Spark's vectorized reader reads them: DATE as days; INT64 TIMESTAMP(MICROS)
+//!   and TIMESTAMP(MILLIS) (whatever their isAdjustedToUTC) and INT96 (Julian day + nanos of day, nanos
+//!   truncated to micros) as micros; a DATE read as TIMESTAMP_NTZ at UTC midnight. Calendar rebasing follows
+//!   Spark's `DataSourceUtils.datetimeRebaseSpec` / `int96RebaseSpec`: a file's own metadata (the Spark version
+//!   that wrote it, its legacy flags) decides, else the mode the task carries. CORRECTED reads values as they
+//!   are; EXCEPTION raises Spark's READ_ANCIENT_DATETIME for a value before the switch; LEGACY rebases dates
+//!   from the hybrid Julian calendar (Spark's switch table), and timestamps only where no value is before the
+//!   switch (rebasing those needs the JVM's time-zone rules: such a file fails the read, naming the key that
+//!   leaves the scan to Spark). TIMESTAMP_NTZ is never rebased.
+//! - **Filters** are not applied to rows: Spark keeps every data filter of a file scan in a filter above it.
+//!   Simple conjuncts of them (`column <op> literal`, IN, IS [NOT] NULL on integers, strings and dates) skip
+//!   row groups whose statistics prove that no row passes; only statistics that are exact bounds for the values
+//!   read are used (signed integers, strings by their byte order from non-deprecated statistics, dates of
+//!   files read as written), never floats, decimals, timestamps or INT96.
 //!
-//! Which scans come here (flat schemas of non-temporal types, no partition columns, local files) is decided on
-//! the JVM side; everything else stays Spark's scan.
+//! Which scans come here (flat schemas, no partition columns, local files, rebase modes the reader keeps) is
+//! decided on the JVM side; everything else stays Spark's scan.
 
 use std::collections::VecDeque;
 use std::fs::File;
 
-use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, Date32Array, PrimitiveArray, RecordBatch, RecordBatchOptions,
+    RecordBatchReader,
+};
+use arrow::buffer::ScalarBuffer;
 use arrow::compute::{cast_with_options, CastOptions};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{
+    DataType, Date32Type, Field, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+};
 use arrow::error::ArrowError;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader};
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::RowGroupMetaData;
+use parquet::basic::Type as PhysicalType;
+use parquet::file::metadata::{KeyValue, RowGroupMetaData};
+
+use datafusion_common::ScalarValue;
 
 use crate::error::SparkError;
 
@@ -40,6 +64,8 @@ pub struct ParquetSplit {
     pub length: i64,
     /// The file as Spark names it in its errors (`PartitionedFile.urlEncodedPath`); empty: `path`.
     pub display_path: String,
+    /// The file's partition values: the schema's columns after the data columns, constant for the split.
+    pub partition_values: Vec<ScalarValue>,
 }
 
 impl ParquetSplit {
@@ -51,6 +77,118 @@ impl ParquetSplit {
         }
     }
 }
+
+/// How a [`ScanFilter`] compares its column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    IsNull,
+    IsNotNull,
+    In,
+}
+
+/// `column <op> values`, a conjunct of Spark's data filters: a row group whose statistics prove it false or
+/// NULL for every row is skipped (Spark still applies the filter above the scan).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanFilter {
+    /// Index of the data column (in the scan's requested names).
+    pub column: usize,
+    pub op: FilterOp,
+    pub values: Vec<ScalarValue>,
+}
+
+/// A reported count of row groups skipped by statistics.
+pub type PrunedCallback = Box<dyn FnMut(u64) -> datafusion_common::Result<()> + Send>;
+
+/// Spark's `LegacyBehaviorPolicy` for dates and timestamps that may have been written in the hybrid Julian
+/// calendar (Spark 2.x, or Spark 3 in LEGACY write mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RebaseMode {
+    Exception,
+    Corrected,
+    Legacy,
+}
+
+/// How a task reads dates and timestamps: the modes for files that do not say how they were written, and
+/// Spark's switch points (`RebaseDateTime.lastSwitchJulianDay` / `lastSwitchJulianTs`, sent by the JVM so
+/// that they are Spark's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatetimeRebase {
+    pub datetime_mode: RebaseMode,
+    pub int96_mode: RebaseMode,
+    pub last_switch_julian_day: i32,
+    pub last_switch_julian_ts: i64,
+}
+
+impl DatetimeRebase {
+    /// Spark's defaults: EXCEPTION for both, and its switch points (1582-10-15, and the last time-zone switch).
+    pub fn spark_defaults(last_switch_julian_ts: i64) -> Self {
+        Self {
+            datetime_mode: RebaseMode::Exception,
+            int96_mode: RebaseMode::Exception,
+            last_switch_julian_day: LAST_SWITCH_JULIAN_DAY,
+            last_switch_julian_ts,
+        }
+    }
+}
+
+const SPARK_VERSION_KEY: &str = "org.apache.spark.version";
+const SPARK_LEGACY_DATETIME_KEY: &str = "org.apache.spark.legacyDateTime";
+const SPARK_LEGACY_INT96_KEY: &str = "org.apache.spark.legacyINT96";
+
+/// Spark's `DataSourceUtils.getRebaseSpec`: a file written by Spark says how (older than `min_version`, or
+/// flagged by `legacy_key`: LEGACY; else CORRECTED); any other file is read in the configured mode.
+fn file_rebase_mode(
+    kv: Option<&Vec<KeyValue>>,
+    by_config: RebaseMode,
+    min_version: &str,
+    legacy_key: &str,
+) -> RebaseMode {
+    let lookup = |key: &str| kv.and_then(|kv| kv.iter().find(|e| e.key == key)).and_then(|e| e.value.as_deref());
+    match lookup(SPARK_VERSION_KEY) {
+        // Java's String.compareTo, as Spark compares versions; the same as byte order for these ASCII keys.
+        Some(version) if version < min_version || lookup(legacy_key).is_some() => RebaseMode::Legacy,
+        Some(_) => RebaseMode::Corrected,
+        None => by_config,
+    }
+}
+
+/// Days since the epoch of 1582-10-15 (Julian days at or after it are the same in both calendars).
+const LAST_SWITCH_JULIAN_DAY: i32 = -141427;
+/// Spark's `RebaseDateTime.julianGregDiffSwitchDay` and `julianGregDiffs`: from each Julian day on, the
+/// difference in days to the proleptic Gregorian date with the same fields.
+const JULIAN_GREG_SWITCH_DAYS: [i32; 14] = [
+    -719164,
+    -682945,
+    -646420,
+    -609895,
+    -536845,
+    -500320,
+    -463795,
+    -390745,
+    -354220,
+    -317695,
+    -244645,
+    -208120,
+    -171595,
+    LAST_SWITCH_JULIAN_DAY,
+];
+const JULIAN_GREG_DIFFS: [i32; 14] = [2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, 0];
+
+/// Spark's `RebaseDateTime.rebaseJulianToGregorianDays`.
+pub fn rebase_julian_to_gregorian_days(days: i32) -> i32 {
+    let mut i = JULIAN_GREG_SWITCH_DAYS.len() - 1;
+    while i > 0 && days < JULIAN_GREG_SWITCH_DAYS[i] {
+        i -= 1;
+    }
+    days.wrapping_add(JULIAN_GREG_DIFFS[i])
+}
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// A read error as Spark's `FileScanRDD` raises it: `FAILED_READ_FILE.NO_HINT` naming the file.
 fn failed_read(path: &str, e: impl std::fmt::Display) -> ArrowError {
@@ -77,11 +215,27 @@ fn spark_type_name(dt: &DataType) -> String {
     }
 }
 
+/// How a file column becomes the requested one.
+#[derive(Debug, Clone, PartialEq)]
+enum Convert {
+    /// The same type.
+    AsIs,
+    /// An exact widening (Arrow's cast).
+    Cast(DataType),
+    /// Days (DATE, or a plain INT32 read as DATE), rebased as the file's datetime mode says.
+    Days(RebaseMode),
+    /// Days read as TIMESTAMP_NTZ: rebased days at UTC midnight.
+    DaysAsMicros(RebaseMode),
+    /// INT64 or INT96 timestamps: values in `unit` (micros or millis), made micros, then checked or rebased
+    /// per `rebase` (None: never, as TIMESTAMP_NTZ; `true`: INT96's flavour), typed as requested.
+    Timestamp { unit: TimeUnit, rebase: Option<(RebaseMode, bool)>, to: DataType },
+}
+
 /// Where a requested column comes from in the current file.
 #[derive(Debug, Clone, PartialEq)]
 enum ColumnSource {
-    /// Position in the projected batch, and the type to cast to when the file's differs.
-    File { index: usize, cast_to: Option<DataType> },
+    /// Position in the projected batch, and how to convert it.
+    File { index: usize, convert: Convert },
     /// Not in the file: NULLs.
     Missing,
 }
@@ -90,6 +244,7 @@ struct OpenSplit {
     reader: ParquetRecordBatchReader,
     columns: Vec<ColumnSource>,
     path: String,
+    partition_values: Vec<ScalarValue>,
 }
 
 /// The batches of a task's splits, in order, as the plan's input schema (Spark's requested schema).
@@ -98,8 +253,11 @@ pub struct ParquetScanReader<F> {
     /// The requested columns' names as Spark resolved them (the schema's own names may be positional).
     names: Vec<String>,
     case_sensitive: bool,
+    rebase: DatetimeRebase,
     batch_size: usize,
     splits: VecDeque<ParquetSplit>,
+    filters: Vec<ScanFilter>,
+    on_pruned: Option<PrunedCallback>,
     current: Option<OpenSplit>,
     /// Set after an error: the reader ends there.
     failed: bool,
@@ -111,27 +269,54 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         schema: SchemaRef,
         names: Vec<String>,
         case_sensitive: bool,
+        rebase: DatetimeRebase,
         splits: Vec<ParquetSplit>,
         batch_size: usize,
         alive: F,
     ) -> Result<Self, ArrowError> {
-        if names.len() != schema.fields().len() {
-            return Err(ArrowError::SchemaError(format!(
+        let partitions = schema.fields().len().checked_sub(names.len()).ok_or_else(|| {
+            ArrowError::SchemaError(format!(
                 "a Parquet scan of {} columns named {} columns",
                 schema.fields().len(),
                 names.len()
-            )));
+            ))
+        })?;
+        for split in &splits {
+            let types_match = split.partition_values.len() == partitions
+                && split
+                    .partition_values
+                    .iter()
+                    .zip(&schema.fields()[names.len()..])
+                    .all(|(v, f)| &v.data_type() == f.data_type());
+            if !types_match {
+                return Err(ArrowError::SchemaError(format!(
+                    "split {} has partition values {:?} for partition columns {:?}",
+                    split.name(),
+                    split.partition_values,
+                    &schema.fields()[names.len()..]
+                )));
+            }
         }
         Ok(Self {
             schema,
             names,
             case_sensitive,
+            rebase,
             batch_size: batch_size.max(1),
             splits: splits.into(),
+            filters: Vec::new(),
+            on_pruned: None,
             current: None,
             failed: false,
             alive,
         })
+    }
+
+    /// Skips row groups by `filters`' statistics; `on_pruned` hears how many each split skipped.
+    pub fn with_filters(mut self, filters: Vec<ScanFilter>, on_pruned: PrunedCallback) -> Self {
+        self.filters = filters;
+        self.on_pruned = Some(on_pruned);
+        self
     }
 
     /// Opens the next split that has row groups of its own; None when none is left.
@@ -143,7 +328,35 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             // Spark writes no Arrow schema into its files; one written by another tool is ignored too, so a
             // column reads as its Parquet type says (strings as Utf8, not whichever view type a writer chose).
             let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-            let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| context(&e))?;
+            let meta = ArrowReaderMetadata::load(&file, options.clone()).map_err(|e| context(&e))?;
+            // INT96 reads as micros (Spark's precision) instead of arrow-rs's nanos, which overflow outside
+            // 1677..2262.
+            let roots_physical: Vec<Option<PhysicalType>> = meta
+                .parquet_schema()
+                .root_schema()
+                .get_fields()
+                .iter()
+                .map(|t| t.is_primitive().then(|| t.get_physical_type()))
+                .collect();
+            let meta = if roots_physical.contains(&Some(PhysicalType::INT96)) {
+                let fields: Vec<Field> = meta
+                    .schema()
+                    .fields()
+                    .iter()
+                    .zip(&roots_physical)
+                    .map(|(f, p)| match p {
+                        Some(PhysicalType::INT96) => {
+                            f.as_ref().clone().with_data_type(DataType::Timestamp(TimeUnit::Microsecond, None))
+                        }
+                        _ => f.as_ref().clone(),
+                    })
+                    .collect();
+                let hint = Arc::new(Schema::new_with_metadata(fields, meta.schema().metadata().clone()));
+                ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(hint))
+                    .map_err(|e| context(&e))?
+            } else {
+                meta
+            };
             let end = split.start.saturating_add(split.length);
             let row_groups: Vec<usize> = meta
                 .metadata()
@@ -157,6 +370,9 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 continue;
             }
             let file_schema = meta.schema().clone();
+            let kv = meta.metadata().file_metadata().key_value_metadata();
+            let datetime_mode = file_rebase_mode(kv, self.rebase.datetime_mode, "3.0.0", SPARK_LEGACY_DATETIME_KEY);
+            let int96_mode = file_rebase_mode(kv, self.rebase.int96_mode, "3.1.0", SPARK_LEGACY_INT96_KEY);
             let mut roots = Vec::new();
             let mut wanted = Vec::with_capacity(self.names.len());
             for (name, field) in self.names.iter().zip(self.schema.fields()) {
@@ -178,10 +394,15 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     [] => wanted.push(None),
                     [i] => {
                         let found = file_schema.field(*i).data_type();
-                        let cast_to = if found == field.data_type() {
-                            None
+                        let int96 = roots_physical[*i] == Some(PhysicalType::INT96);
+                        let convert = if let Some(c) =
+                            temporal(found, int96, field.data_type(), datetime_mode, int96_mode)
+                        {
+                            c
+                        } else if found == field.data_type() {
+                            Convert::AsIs
                         } else if exact_widening(found, field.data_type()) {
-                            Some(field.data_type().clone())
+                            Convert::Cast(field.data_type().clone())
                         } else {
                             let root = &meta.parquet_schema().root_schema().get_fields()[*i];
                             let actual = if root.is_primitive() {
@@ -196,7 +417,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                             )));
                         };
                         roots.push(*i);
-                        wanted.push(Some((*i, cast_to)));
+                        wanted.push(Some((*i, convert)));
                     }
                     many => {
                         let found: Vec<&str> = many.iter().map(|i| file_schema.field(*i).name().as_str()).collect();
@@ -207,6 +428,10 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                 }
             }
+            let row_groups = self.prune(&meta, &wanted, row_groups, &file_name)?;
+            if row_groups.is_empty() {
+                continue;
+            }
             roots.sort_unstable();
             roots.dedup();
             // The projected batch holds the chosen roots in file order.
@@ -214,8 +439,8 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 .into_iter()
                 .map(|w| match w {
                     None => ColumnSource::Missing,
-                    Some((root, cast_to)) => {
-                        ColumnSource::File { index: roots.binary_search(&root).expect("chosen root"), cast_to }
+                    Some((root, convert)) => {
+                        ColumnSource::File { index: roots.binary_search(&root).expect("chosen root"), convert }
                     }
                 })
                 .collect();
@@ -226,9 +451,54 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 .with_batch_size(self.batch_size)
                 .build()
                 .map_err(|e| context(&e))?;
-            return Ok(Some(OpenSplit { reader, columns, path: file_name }));
+            return Ok(Some(OpenSplit { reader, columns, path: file_name, partition_values: split.partition_values }));
         }
         Ok(None)
+    }
+
+    /// The row groups of `row_groups` that `filters` cannot rule out by their statistics.
+    fn prune(
+        &mut self,
+        meta: &ArrowReaderMetadata,
+        wanted: &[Option<(usize, Convert)>],
+        row_groups: Vec<usize>,
+        file: &str,
+    ) -> Result<Vec<usize>, ArrowError> {
+        if self.filters.is_empty() {
+            return Ok(row_groups);
+        }
+        let roots = meta.parquet_schema().root_schema().get_fields();
+        let leaves = meta.parquet_schema().columns();
+        // Per filter: the leaf column whose statistics bound the values read, if any.
+        let leaf_of: Vec<Option<usize>> = self
+            .filters
+            .iter()
+            .map(|f| {
+                let (root, convert) = wanted.get(f.column)?.as_ref()?;
+                let root = roots.get(*root)?;
+                if !root.is_primitive() || !stats_exact(root, convert) {
+                    return None;
+                }
+                leaves.iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == root.name())
+            })
+            .collect();
+        let before = row_groups.len();
+        let kept: Vec<usize> = row_groups
+            .into_iter()
+            .filter(|&rg| {
+                let rg = meta.metadata().row_group(rg);
+                !self.filters.iter().zip(&leaf_of).any(|(f, leaf)| {
+                    leaf.and_then(|l| rg.column(l).statistics()).is_some_and(|st| rules_out(f, st, rg.num_rows()))
+                })
+            })
+            .collect();
+        let pruned = (before - kept.len()) as u64;
+        if pruned > 0 {
+            if let Some(report) = self.on_pruned.as_mut() {
+                report(pruned).map_err(|e| failed_read(file, e))?;
+            }
+        }
+        Ok(kept)
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
@@ -257,26 +527,232 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
 
     fn convert(&self, open: &OpenSplit, batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
         let rows = batch.num_rows();
-        let columns = open
+        let mut columns = open
             .columns
             .iter()
             .zip(self.schema.fields())
             .map(|(source, field)| match source {
                 ColumnSource::Missing => Ok(new_null_array(field.data_type(), rows)),
-                ColumnSource::File { index, cast_to: None } => Ok(batch.column(*index).clone()),
+                ColumnSource::File { index, convert: Convert::AsIs } => Ok(batch.column(*index).clone()),
                 // Not `safe`: a value the conversion cannot make (invalid UTF-8 in BINARY read as STRING) is an
                 // error, never a NULL in its place.
-                ColumnSource::File { index, cast_to: Some(to) } => {
+                ColumnSource::File { index, convert: Convert::Cast(to) } => {
                     cast_with_options(batch.column(*index), to, &CastOptions { safe: false, ..Default::default() })
                         .map_err(|e| failed_read(&open.path, format!("column {}: {e}", field.name())))
                 }
+                ColumnSource::File { index, convert } => {
+                    convert_temporal(batch.column(*index), convert, &self.rebase, &open.path, field.name())
+                }
             })
             .collect::<Result<Vec<ArrayRef>, _>>()?;
+        for value in &open.partition_values {
+            columns.push(value.to_array_of_size(rows).map_err(|e| failed_read(&open.path, e))?);
+        }
         RecordBatch::try_new_with_options(
             self.schema.clone(),
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )
+    }
+}
+
+/// Whether a file column's statistics bound the values the scan reads from it: signed integers (read as is
+/// or widened), DATE read as written, strings in byte order. Never floats (NaN, -0.0), decimals, timestamps,
+/// INT96, unsigned integers, or rebased dates.
+fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert) -> bool {
+    use parquet::basic::{ConvertedType, LogicalType};
+    let info = column.get_basic_info();
+    let unsigned = matches!(info.logical_type_ref(), Some(LogicalType::Integer(int)) if !int.is_signed)
+        || matches!(
+            info.converted_type(),
+            ConvertedType::UINT_8 | ConvertedType::UINT_16 | ConvertedType::UINT_32 | ConvertedType::UINT_64
+        );
+    match (column.get_physical_type(), convert) {
+        (PhysicalType::INT32 | PhysicalType::INT64, Convert::AsIs | Convert::Cast(_)) => !unsigned,
+        (PhysicalType::INT32, Convert::Days(RebaseMode::Corrected)) => true,
+        (PhysicalType::BYTE_ARRAY, Convert::AsIs) => true,
+        _ => false,
+    }
+}
+
+/// Whether statistics `st` of a row group of `rows` rows prove `f` false or NULL for every row.
+fn rules_out(f: &ScanFilter, st: &parquet::file::statistics::Statistics, rows: i64) -> bool {
+    use parquet::file::statistics::Statistics as S;
+    use std::cmp::Ordering;
+    let nulls = st.null_count_opt();
+    let all_null = nulls.is_some_and(|n| i64::try_from(n).is_ok_and(|n| n == rows));
+    match f.op {
+        FilterOp::IsNull => return nulls == Some(0),
+        FilterOp::IsNotNull => return all_null,
+        _ => {}
+    }
+    // A comparison is NULL on NULL rows: a row group of NULLs passes none.
+    if all_null && rows > 0 {
+        return true;
+    }
+    // The literal's place relative to [min, max], as (literal vs min, literal vs max).
+    let place = |v: &ScalarValue| -> Option<(Ordering, Ordering)> {
+        match st {
+            S::Int32(s) => {
+                let (min, max) = (*s.min_opt()? as i64, *s.max_opt()? as i64);
+                let v = match v {
+                    ScalarValue::Int8(Some(x)) => *x as i64,
+                    ScalarValue::Int16(Some(x)) => *x as i64,
+                    ScalarValue::Int32(Some(x)) => *x as i64,
+                    ScalarValue::Int64(Some(x)) => *x,
+                    ScalarValue::Date32(Some(x)) => *x as i64,
+                    _ => return None,
+                };
+                Some((v.cmp(&min), v.cmp(&max)))
+            }
+            S::Int64(s) => {
+                let (min, max) = (*s.min_opt()?, *s.max_opt()?);
+                let ScalarValue::Int64(Some(v)) = v else { return None };
+                Some((v.cmp(&min), v.cmp(&max)))
+            }
+            S::ByteArray(s) if !st.is_min_max_deprecated() => {
+                let (min, max) = (s.min_opt()?.data(), s.max_opt()?.data());
+                let ScalarValue::Utf8(Some(v)) = v else { return None };
+                Some((v.as_bytes().cmp(min), v.as_bytes().cmp(max)))
+            }
+            _ => None,
+        }
+    };
+    let outside = |v: &ScalarValue| place(v).is_some_and(|(lo, hi)| lo == Ordering::Less || hi == Ordering::Greater);
+    match (f.op, f.values.as_slice()) {
+        (FilterOp::In, values) => {
+            // NULLs in the list match nothing; every other value must be provably absent.
+            !values.is_empty()
+                && values.iter().all(|v| v.is_null() || outside(v))
+                && values.iter().any(|v| !v.is_null())
+        }
+        (_, [v]) if !v.is_null() => match (f.op, place(v)) {
+            (FilterOp::Eq, Some((lo, hi))) => lo == Ordering::Less || hi == Ordering::Greater,
+            // column < v: no row when min >= v.
+            (FilterOp::Lt, Some((lo, _))) => lo != Ordering::Greater,
+            (FilterOp::Le, Some((lo, _))) => lo == Ordering::Less,
+            (FilterOp::Gt, Some((_, hi))) => hi != Ordering::Less,
+            (FilterOp::Ge, Some((_, hi))) => hi == Ordering::Greater,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The conversion of a file column to a requested date or timestamp, as Spark's
+/// `ParquetVectorUpdaterFactory` chooses it; None: not a temporal read (the other rules decide, and a
+/// mismatch fails as Spark's does).
+fn temporal(
+    found: &DataType,
+    int96: bool,
+    requested: &DataType,
+    datetime_mode: RebaseMode,
+    int96_mode: RebaseMode,
+) -> Option<Convert> {
+    use DataType::*;
+    match (found, requested) {
+        (Date32 | Int32, Date32) => Some(Convert::Days(datetime_mode)),
+        (Date32, Timestamp(TimeUnit::Microsecond, None)) => Some(Convert::DaysAsMicros(datetime_mode)),
+        // INT96 (hinted to micros): its own mode for TIMESTAMP; TIMESTAMP_NTZ has no legacy files.
+        (Timestamp(TimeUnit::Microsecond, _), Timestamp(TimeUnit::Microsecond, tz)) if int96 => {
+            Some(Convert::Timestamp {
+                unit: TimeUnit::Microsecond,
+                rebase: tz.is_some().then_some((int96_mode, true)),
+                to: requested.clone(),
+            })
+        }
+        (
+            Timestamp(unit @ (TimeUnit::Microsecond | TimeUnit::Millisecond), _),
+            Timestamp(TimeUnit::Microsecond, tz),
+        ) => Some(Convert::Timestamp {
+            unit: *unit,
+            rebase: tz.is_some().then_some((datetime_mode, false)),
+            to: requested.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// The first valid value below `limit`, if any.
+fn any_below<T: arrow::datatypes::ArrowPrimitiveType>(a: &PrimitiveArray<T>, limit: T::Native) -> bool
+where
+    T::Native: PartialOrd,
+{
+    match a.nulls() {
+        None => a.values().iter().any(|v| *v < limit),
+        Some(n) => a.values().iter().enumerate().any(|(i, v)| n.is_valid(i) && *v < limit),
+    }
+}
+
+fn convert_temporal(
+    array: &ArrayRef,
+    convert: &Convert,
+    rebase: &DatetimeRebase,
+    path: &str,
+    column: &str,
+) -> Result<ArrayRef, ArrowError> {
+    let ancient = |int96: bool| ArrowError::ExternalError(Box::new(SparkError::parquet_read_ancient_datetime(int96)));
+    let days = |mode: RebaseMode| -> Result<Date32Array, ArrowError> {
+        let a = match array.data_type() {
+            DataType::Int32 => array.as_primitive::<arrow::datatypes::Int32Type>().reinterpret_cast::<Date32Type>(),
+            _ => array.as_primitive::<Date32Type>().clone(),
+        };
+        match mode {
+            RebaseMode::Corrected => Ok(a),
+            RebaseMode::Exception if any_below(&a, rebase.last_switch_julian_day) => Err(ancient(false)),
+            RebaseMode::Exception => Ok(a),
+            RebaseMode::Legacy if !any_below(&a, rebase.last_switch_julian_day) => Ok(a),
+            RebaseMode::Legacy => Ok(a.unary(rebase_julian_to_gregorian_days)),
+        }
+    };
+    let overflow = || failed_read(path, format!("column {column}: long overflow"));
+    match convert {
+        Convert::Days(mode) => Ok(Arc::new(days(*mode)?)),
+        Convert::DaysAsMicros(mode) => {
+            let a = days(*mode)?;
+            let micros: PrimitiveArray<TimestampMicrosecondType> =
+                a.try_unary(|d| (d as i64).checked_mul(MICROS_PER_DAY).ok_or_else(overflow))?;
+            Ok(Arc::new(micros))
+        }
+        Convert::Timestamp { unit, rebase: mode, to } => {
+            let micros: PrimitiveArray<TimestampMicrosecondType> = match unit {
+                TimeUnit::Millisecond => array
+                    .as_primitive::<TimestampMillisecondType>()
+                    .try_unary(|ms| ms.checked_mul(1000).ok_or_else(overflow))?,
+                _ => {
+                    let a = array.as_primitive::<TimestampMicrosecondType>();
+                    PrimitiveArray::new(a.values().clone(), a.nulls().cloned())
+                }
+            };
+            if let Some((mode, int96)) = mode {
+                let below = || any_below(&micros, rebase.last_switch_julian_ts);
+                match mode {
+                    RebaseMode::Corrected => {}
+                    RebaseMode::Exception if below() => return Err(ancient(*int96)),
+                    RebaseMode::Exception => {}
+                    // Values after the last switch read as they are in every time zone; earlier ones need the
+                    // JVM's time-zone rules (Spark's rebase tables).
+                    RebaseMode::Legacy if below() => {
+                        return Err(failed_read(
+                            path,
+                            format!(
+                                "column {column}: timestamps before the last calendar switch in a file written in \
+                                 Spark's legacy hybrid calendar are not rebased by the native Parquet scan; set \
+                                 spark.ember.exec.parquetScan.enabled=false to read this file with Spark"
+                            ),
+                        ))
+                    }
+                    RebaseMode::Legacy => {}
+                }
+            }
+            let values: ScalarBuffer<i64> = micros.values().clone();
+            let out = PrimitiveArray::<TimestampMicrosecondType>::new(values, micros.nulls().cloned());
+            Ok(Arc::new(match to {
+                DataType::Timestamp(_, tz) => out.with_timezone_opt(tz.clone()),
+                _ => out,
+            }))
+        }
+        Convert::AsIs | Convert::Cast(_) => Ok(array.clone()),
     }
 }
 
@@ -372,6 +848,14 @@ mod tests {
         (path.to_str().unwrap().to_string(), size)
     }
 
+    /// Spark's `RebaseDateTime.lastSwitchJulianTs` (1900-01-01T00:00:00Z: the latest switch of any zone's
+    /// rules in its tables), as the JVM sends it.
+    const LAST_SWITCH_JULIAN_TS: i64 = -2_208_988_800_000_000;
+
+    fn defaults() -> DatetimeRebase {
+        DatetimeRebase::spark_defaults(LAST_SWITCH_JULIAN_TS)
+    }
+
     fn read(
         fields: Vec<Field>,
         names: &[&str],
@@ -381,7 +865,7 @@ mod tests {
     ) -> Result<Vec<RecordBatch>, ArrowError> {
         let schema = Arc::new(Schema::new(fields));
         let names = names.iter().map(|s| s.to_string()).collect();
-        ParquetScanReader::new(schema, names, case_sensitive, splits, batch, || Ok(()))?.collect()
+        ParquetScanReader::new(schema, names, case_sensitive, defaults(), splits, batch, || Ok(()))?.collect()
     }
 
     fn ids(batches: &[RecordBatch], col: usize) -> Vec<i64> {
@@ -400,6 +884,7 @@ mod tests {
                     start: k * step,
                     length: step.min(size - k * step),
                     display_path: String::new(),
+                    partition_values: vec![],
                 })
                 .collect();
             let mut got: Vec<i64> = Vec::new();
@@ -419,7 +904,8 @@ mod tests {
     fn columns_by_name_missing_widened_and_batch_sizes() {
         let dir = tempfile::tempdir().unwrap();
         let (path, size) = write_file(dir.path(), 1000, 300);
-        let split = vec![ParquetSplit { path, start: 0, length: size, display_path: String::new() }];
+        let split =
+            vec![ParquetSplit { path, start: 0, length: size, display_path: String::new(), partition_values: vec![] }];
         let fields = vec![
             Field::new("c0", DataType::Utf8, true),
             Field::new("c1", DataType::Int64, true),   // v: INT widened to BIGINT
@@ -467,6 +953,7 @@ mod tests {
                 start: 0,
                 length: 1 << 20,
                 display_path: String::new(),
+                partition_values: vec![],
             }]
         };
         let as_string = || vec![Field::new("c0", DataType::Utf8, true)];
@@ -490,13 +977,24 @@ mod tests {
         w.write(&RecordBatch::try_new(schema, vec![col.clone(), col]).unwrap()).unwrap();
         w.close().unwrap();
         let p = path.to_str().unwrap().to_string();
-        let split = vec![ParquetSplit { path: p.clone(), start: 0, length: 1 << 20, display_path: String::new() }];
+        let split = vec![ParquetSplit {
+            path: p.clone(),
+            start: 0,
+            length: 1 << 20,
+            display_path: String::new(),
+            partition_values: vec![],
+        }];
         let field = || vec![Field::new("c0", DataType::Int64, true)];
         let err = read(field(), &["a"], false, split.clone(), 10).unwrap_err();
         assert!(err.to_string().contains("Found duplicate field(s) \"a\": [a, A]"), "{err}");
         assert_eq!(ids(&read(field(), &["A"], true, split, 10).unwrap(), 0), vec![1, 2]);
-        let missing =
-            vec![ParquetSplit { path: format!("{p}.nope"), start: 0, length: 1, display_path: String::new() }];
+        let missing = vec![ParquetSplit {
+            path: format!("{p}.nope"),
+            start: 0,
+            length: 1,
+            display_path: String::new(),
+            partition_values: vec![],
+        }];
         assert!(read(field(), &["a"], false, missing, 10).unwrap_err().to_string().contains(".nope"));
         let junk = dir.path().join("junk.parquet");
         std::fs::write(&junk, b"not parquet at all").unwrap();
@@ -505,6 +1003,7 @@ mod tests {
             start: 0,
             length: 18,
             display_path: String::new(),
+            partition_values: vec![],
         }];
         assert!(read(field(), &["a"], false, split, 10).unwrap_err().to_string().contains("junk.parquet"));
     }
@@ -522,7 +1021,13 @@ mod tests {
             other => panic!("not a Spark error: {other}"),
         };
         let split = |p: &str, length: i64| {
-            vec![ParquetSplit { path: p.to_string(), start: 0, length, display_path: format!("file://{p}") }]
+            vec![ParquetSplit {
+                path: p.to_string(),
+                start: 0,
+                length,
+                display_path: format!("file://{p}"),
+                partition_values: vec![],
+            }]
         };
         let int = vec![Field::new("c0", DataType::Int32, true)];
         let (class, params) = class_of(read(int, &["Id"], false, split(&path, size), 10).unwrap_err());
@@ -550,11 +1055,402 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (path, size) = write_file(dir.path(), 1000, 1000);
         let schema = Arc::new(Schema::new(vec![Field::new("c0", DataType::Int64, true)]));
-        let split = vec![ParquetSplit { path, start: 0, length: size, display_path: String::new() }];
+        let split =
+            vec![ParquetSplit { path, start: 0, length: size, display_path: String::new(), partition_values: vec![] }];
         let killed = crate::operators::shared::killed_after(2);
-        let reader = ParquetScanReader::new(schema, vec!["id".into()], false, split, 100, killed).unwrap();
+        let reader = ParquetScanReader::new(schema, vec!["id".into()], false, defaults(), split, 100, killed).unwrap();
         let got: Vec<_> = reader.collect();
         assert_eq!(got.len(), 3);
         assert!(got[2].as_ref().unwrap_err().to_string().contains("task killed"));
+    }
+
+    /// A split over the whole of a file.
+    fn whole(path: &std::path::Path) -> Vec<ParquetSplit> {
+        vec![ParquetSplit {
+            path: path.to_str().unwrap().to_string(),
+            start: 0,
+            length: 1 << 30,
+            display_path: String::new(),
+            partition_values: vec![],
+        }]
+    }
+
+    fn kv(pairs: &[(&str, &str)]) -> Option<Vec<KeyValue>> {
+        Some(pairs.iter().map(|(k, v)| KeyValue::new(k.to_string(), v.to_string())).collect())
+    }
+
+    /// A file of one column, with the given key-value metadata.
+    fn write_one(path: &std::path::Path, field: Field, array: ArrayRef, meta: &[(&str, &str)]) -> Vec<ParquetSplit> {
+        let schema = Arc::new(Schema::new(vec![field]));
+        let props = WriterProperties::builder().set_key_value_metadata(kv(meta)).build();
+        let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+        w.write(&RecordBatch::try_new(schema, vec![array]).unwrap()).unwrap();
+        w.close().unwrap();
+        whole(path)
+    }
+
+    fn read_with(
+        field: Field,
+        name: &str,
+        rebase: DatetimeRebase,
+        splits: Vec<ParquetSplit>,
+    ) -> Result<ArrayRef, ArrowError> {
+        let schema = Arc::new(Schema::new(vec![field]));
+        let batches: Vec<RecordBatch> =
+            ParquetScanReader::new(schema.clone(), vec![name.to_string()], false, rebase, splits, 1000, || Ok(()))?
+                .collect::<Result<_, _>>()?;
+        let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
+        arrow::compute::concat(&arrays)
+    }
+
+    fn modes(datetime: RebaseMode, int96: RebaseMode) -> DatetimeRebase {
+        DatetimeRebase { datetime_mode: datetime, int96_mode: int96, ..defaults() }
+    }
+
+    fn upgrade_error(e: ArrowError) -> (String, Vec<(String, String)>) {
+        match e {
+            ArrowError::ExternalError(inner) => {
+                let spark = inner.downcast::<SparkError>().expect("a Spark error");
+                assert_eq!(spark.kind, crate::error::SparkExceptionKind::Upgrade, "{spark}");
+                (spark.error_class.clone(), spark.params.clone())
+            }
+            other => panic!("not a Spark error: {other}"),
+        }
+    }
+
+    fn params(format: &str, config: &str, option: &str) -> Vec<(String, String)> {
+        vec![
+            ("format".to_string(), format.to_string()),
+            ("config".to_string(), format!("\"{config}\"")),
+            ("option".to_string(), format!("\"{option}\"")),
+        ]
+    }
+
+    #[test]
+    fn julian_days_rebase_as_sparks_switch_table() {
+        // 0001-01-01 and 1582-10-04 in the hybrid calendar are these days in the proleptic Gregorian one.
+        assert_eq!(rebase_julian_to_gregorian_days(-719164), -719162);
+        assert_eq!(rebase_julian_to_gregorian_days(-141428), -141438);
+        // From 1582-10-15 on the calendars agree; before 0001-01-01 the difference stays 2 days.
+        for d in [-141427, 0, 2_932_896, i32::MAX] {
+            assert_eq!(rebase_julian_to_gregorian_days(d), d);
+        }
+        assert_eq!(rebase_julian_to_gregorian_days(-800_000), -799_998);
+        assert_eq!(rebase_julian_to_gregorian_days(i32::MIN), i32::MIN + 2);
+    }
+
+    #[test]
+    fn dates_read_in_every_rebase_mode_and_by_file_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let values = vec![Some(-719164), Some(-141428), None, Some(-141427), Some(0), Some(2_932_896)];
+        let array: ArrayRef = Arc::new(Date32Array::from(values.clone()));
+        let field = || Field::new("d", DataType::Date32, true);
+        let plain = write_one(&dir.path().join("plain.parquet"), field(), array.clone(), &[]);
+        let date = |a: &ArrayRef| a.as_primitive::<Date32Type>().iter().collect::<Vec<_>>();
+        // CORRECTED: as written.
+        let got = read_with(field(), "d", modes(RebaseMode::Corrected, RebaseMode::Exception), plain.clone()).unwrap();
+        assert_eq!(date(&got), values);
+        // EXCEPTION: Spark's upgrade error, with its parameters.
+        let err = read_with(field(), "d", defaults(), plain.clone()).unwrap_err();
+        assert_eq!(
+            upgrade_error(err),
+            (
+                "INCONSISTENT_BEHAVIOR_CROSS_VERSION.READ_ANCIENT_DATETIME".to_string(),
+                params("Parquet", "spark.sql.parquet.datetimeRebaseModeInRead", "datetimeRebaseMode")
+            )
+        );
+        // LEGACY: rebased from the hybrid calendar.
+        let got = read_with(field(), "d", modes(RebaseMode::Legacy, RebaseMode::Exception), plain).unwrap();
+        let rebased: Vec<Option<i32>> = values.iter().map(|v| v.map(rebase_julian_to_gregorian_days)).collect();
+        assert_eq!(date(&got), rebased);
+        // EXCEPTION over modern dates only (a NULL slot holds no value to check).
+        let modern: ArrayRef = Arc::new(Date32Array::from(vec![Some(-141427), None, Some(19000)]));
+        let ok = write_one(&dir.path().join("modern.parquet"), field(), modern, &[]);
+        assert_eq!(date(&read_with(field(), "d", defaults(), ok).unwrap()), vec![Some(-141427), None, Some(19000)]);
+        // A file written by Spark says how: 3.x CORRECTED whatever the configured mode, 2.x or a legacy flag LEGACY.
+        for (meta, legacy) in [
+            (vec![(SPARK_VERSION_KEY, "3.5.1")], false),
+            (vec![(SPARK_VERSION_KEY, "2.4.5")], true),
+            (vec![(SPARK_VERSION_KEY, "3.5.1"), (SPARK_LEGACY_DATETIME_KEY, "")], true),
+            // The INT96 flag says nothing about dates.
+            (vec![(SPARK_VERSION_KEY, "3.0.0"), (SPARK_LEGACY_INT96_KEY, "")], false),
+        ] {
+            let path = dir.path().join(format!("meta{}.parquet", meta.len() * 10 + legacy as usize));
+            let split = write_one(&path, field(), array.clone(), &meta);
+            let got = read_with(field(), "d", defaults(), split).unwrap();
+            assert_eq!(date(&got), if legacy { rebased.clone() } else { values.clone() }, "{meta:?}");
+        }
+    }
+
+    #[test]
+    fn int64_timestamps_micros_and_millis_as_spark_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ancient = -62_135_596_800_000_000i64; // 0001-01-01T00:00:00Z
+        let micros = vec![
+            Some(ancient),
+            Some(LAST_SWITCH_JULIAN_TS - 1),
+            None,
+            Some(LAST_SWITCH_JULIAN_TS),
+            Some(0),
+            Some(253_402_300_799_999_999),
+        ];
+        let utc = Some(Arc::from("UTC"));
+        let us: ArrayRef =
+            Arc::new(PrimitiveArray::<TimestampMicrosecondType>::from(micros.clone()).with_timezone_opt(utc.clone()));
+        let ms_values: Vec<Option<i64>> = micros.iter().map(|v| v.map(|v| v.div_euclid(1000))).collect();
+        let ms: ArrayRef = Arc::new(PrimitiveArray::<TimestampMillisecondType>::from(ms_values.clone()));
+        let us_file = write_one(
+            &dir.path().join("us.parquet"),
+            Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, utc.clone()), true),
+            us,
+            &[],
+        );
+        let ms_file = write_one(
+            &dir.path().join("ms.parquet"),
+            Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+            ms,
+            &[],
+        );
+        let ltz = || {
+            Field::new("c", DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("America/Los_Angeles"))), true)
+        };
+        let ntz = || Field::new("c", DataType::Timestamp(TimeUnit::Microsecond, None), true);
+        let values = |a: &ArrayRef| a.as_primitive::<TimestampMicrosecondType>().iter().collect::<Vec<_>>();
+        let millis_as_micros: Vec<Option<i64>> = ms_values.iter().map(|v| v.map(|v| v * 1000)).collect();
+        for (file, expected) in [(&us_file, micros.clone()), (&ms_file, millis_as_micros)] {
+            let corrected = modes(RebaseMode::Corrected, RebaseMode::Exception);
+            let got = read_with(ltz(), "T", corrected, file.clone()).unwrap();
+            assert_eq!(got.data_type(), ltz().data_type());
+            assert_eq!(values(&got), expected);
+            // EXCEPTION: the upgrade error, for TIMESTAMP; TIMESTAMP_NTZ has no legacy files.
+            let err = read_with(ltz(), "t", defaults(), file.clone()).unwrap_err();
+            assert_eq!(
+                upgrade_error(err).1,
+                params("Parquet", "spark.sql.parquet.datetimeRebaseModeInRead", "datetimeRebaseMode")
+            );
+            let got = read_with(ntz(), "t", defaults(), file.clone()).unwrap();
+            assert_eq!((got.data_type(), values(&got)), (ntz().data_type(), expected.clone()));
+            // LEGACY with values before the last switch: not rebased here, the read fails saying so.
+            let legacy = modes(RebaseMode::Legacy, RebaseMode::Exception);
+            let err = read_with(ltz(), "t", legacy, file.clone()).unwrap_err().to_string();
+            assert!(err.contains("spark.ember.exec.parquetScan.enabled"), "{err}");
+        }
+        // LEGACY and EXCEPTION over modern values only: as they are.
+        let modern: ArrayRef = Arc::new(PrimitiveArray::<TimestampMicrosecondType>::from(vec![
+            Some(LAST_SWITCH_JULIAN_TS),
+            None,
+            Some(7),
+        ]));
+        let split = write_one(
+            &dir.path().join("modern.parquet"),
+            Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+            modern,
+            &[],
+        );
+        for rebase in [defaults(), modes(RebaseMode::Legacy, RebaseMode::Legacy)] {
+            assert_eq!(
+                values(&read_with(ltz(), "t", rebase, split.clone()).unwrap()),
+                vec![Some(LAST_SWITCH_JULIAN_TS), None, Some(7)]
+            );
+        }
+        // A DATE read as TIMESTAMP_NTZ: UTC midnight, its days rebased per the datetime mode.
+        let days: ArrayRef = Arc::new(Date32Array::from(vec![Some(-141428), None, Some(1)]));
+        let split = write_one(&dir.path().join("days.parquet"), Field::new("t", DataType::Date32, true), days, &[]);
+        let got = read_with(ntz(), "t", modes(RebaseMode::Legacy, RebaseMode::Exception), split.clone()).unwrap();
+        assert_eq!(values(&got), vec![Some(-141438 * MICROS_PER_DAY), None, Some(MICROS_PER_DAY)]);
+        assert!(read_with(ntz(), "t", defaults(), split.clone()).is_err());
+        // A timestamp is no date.
+        let err = read_with(Field::new("c", DataType::Date32, true), "t", defaults(), us_file).unwrap_err();
+        assert!(
+            err.to_string().contains("PARQUET_COLUMN_DATA_TYPE_MISMATCH") && err.to_string().contains("INT64"),
+            "{err}"
+        );
+    }
+
+    /// An INT96 file (as Spark and Hive write them: Julian day + nanos of day), written with the low-level API.
+    fn write_int96(path: &std::path::Path, values: &[Option<(i32, i64)>], meta: &[(&str, &str)]) -> Vec<ParquetSplit> {
+        use parquet::data_type::{Int96, Int96Type};
+        use parquet::file::writer::SerializedFileWriter;
+        use parquet::schema::parser::parse_message_type;
+        let schema = Arc::new(parse_message_type("message spark_schema { optional int96 t; }").unwrap());
+        let props = Arc::new(WriterProperties::builder().set_key_value_metadata(kv(meta)).build());
+        let mut w = SerializedFileWriter::new(File::create(path).unwrap(), schema, props).unwrap();
+        let mut rg = w.next_row_group().unwrap();
+        let mut col = rg.next_column().unwrap().unwrap();
+        let data: Vec<Int96> = values
+            .iter()
+            .flatten()
+            .map(|(day, nanos)| {
+                let mut v = Int96::new();
+                v.set_data(*nanos as u32, (*nanos >> 32) as u32, *day as u32);
+                v
+            })
+            .collect();
+        let levels: Vec<i16> = values.iter().map(|v| i16::from(v.is_some())).collect();
+        col.typed::<Int96Type>().write_batch(&data, Some(&levels), None).unwrap();
+        col.close().unwrap();
+        rg.close().unwrap();
+        w.close().unwrap();
+        whole(path)
+    }
+
+    #[test]
+    fn int96_timestamps_as_spark_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        // 0001-01-01 (Julian day 1721424), just before 1900, the epoch, and 9999-12-31T23:59:59.999999999 (far
+        // beyond arrow-rs's nanosecond range): Spark's micros truncate the nanos.
+        let raw = [
+            Some((1_721_424, 1_999)),
+            Some((2_415_020, 86_399_999_999_999)),
+            None,
+            Some((2_440_588, 0)),
+            Some((5_373_484, 86_399_999_999_999)),
+        ];
+        let expected: Vec<Option<i64>> =
+            raw.iter().map(|v| v.map(|(d, n)| (d as i64 - 2_440_588) * MICROS_PER_DAY + n / 1000)).collect();
+        assert_eq!(expected[1], Some(LAST_SWITCH_JULIAN_TS - 1));
+        let ltz = || Field::new("c", DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))), true);
+        let ntz = || Field::new("c", DataType::Timestamp(TimeUnit::Microsecond, None), true);
+        let values = |a: &ArrayRef| a.as_primitive::<TimestampMicrosecondType>().iter().collect::<Vec<_>>();
+        let plain = write_int96(&dir.path().join("plain.parquet"), &raw, &[]);
+        let corrected = modes(RebaseMode::Exception, RebaseMode::Corrected);
+        assert_eq!(values(&read_with(ltz(), "t", corrected, plain.clone()).unwrap()), expected);
+        assert_eq!(values(&read_with(ntz(), "t", defaults(), plain.clone()).unwrap()), expected);
+        let err =
+            read_with(ltz(), "t", modes(RebaseMode::Corrected, RebaseMode::Exception), plain.clone()).unwrap_err();
+        assert_eq!(
+            upgrade_error(err).1,
+            params("Parquet INT96", "spark.sql.parquet.int96RebaseModeInRead", "int96RebaseMode")
+        );
+        // The datetime mode says nothing about INT96.
+        assert!(read_with(ltz(), "t", modes(RebaseMode::Exception, RebaseMode::Corrected), plain).is_ok());
+        // Spark 3.0 wrote INT96 in the hybrid calendar (LEGACY): ancient values are not rebased here; 3.1+
+        // without the flag: CORRECTED.
+        let old = write_int96(&dir.path().join("v30.parquet"), &raw, &[(SPARK_VERSION_KEY, "3.0.3")]);
+        assert!(read_with(ltz(), "t", corrected, old).unwrap_err().to_string().contains("legacy hybrid calendar"));
+        let new = write_int96(&dir.path().join("v35.parquet"), &raw, &[(SPARK_VERSION_KEY, "3.5.0")]);
+        assert_eq!(values(&read_with(ltz(), "t", defaults(), new).unwrap()), expected);
+        let flagged = write_int96(
+            &dir.path().join("v35l.parquet"),
+            &raw[3..],
+            &[(SPARK_VERSION_KEY, "3.5.0"), (SPARK_LEGACY_INT96_KEY, "")],
+        );
+        assert_eq!(values(&read_with(ltz(), "t", defaults(), flagged).unwrap()), expected[3..].to_vec());
+    }
+
+    #[test]
+    fn partition_values_are_constant_columns_after_the_data_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, size) = write_file(dir.path(), 1000, 300);
+        let split = |values: Vec<ScalarValue>| ParquetSplit {
+            path: path.clone(),
+            start: 0,
+            length: size,
+            display_path: String::new(),
+            partition_values: values,
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("c0", DataType::Int64, true),
+            Field::new("p0", DataType::Int32, true),
+            Field::new("p1", DataType::Utf8, true),
+            Field::new("p2", DataType::Date32, true),
+        ]));
+        let splits = vec![
+            split(vec![
+                ScalarValue::Int32(Some(7)),
+                ScalarValue::Utf8(Some("ü€".into())),
+                ScalarValue::Date32(Some(-1)),
+            ]),
+            split(vec![ScalarValue::Int32(None), ScalarValue::Utf8(None), ScalarValue::Date32(None)]),
+        ];
+        let batches: Vec<RecordBatch> =
+            ParquetScanReader::new(schema.clone(), vec!["id".into()], false, defaults(), splits, 256, || Ok(()))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2000);
+        let mut seen = 0;
+        for b in &batches {
+            assert_eq!(b.schema(), schema);
+            let first = seen < 1000;
+            seen += b.num_rows();
+            if first {
+                assert!(b.column(1).as_primitive::<arrow::datatypes::Int32Type>().iter().all(|v| v == Some(7)));
+                assert!(b.column(2).as_string::<i32>().iter().all(|v| v == Some("ü€")));
+                assert!(b.column(3).as_primitive::<Date32Type>().iter().all(|v| v == Some(-1)));
+            } else {
+                assert!((1..4).all(|c| b.column(c).null_count() == b.num_rows()));
+            }
+        }
+        // Values that do not fit the schema's partition columns are refused up front.
+        let bad = vec![split(vec![ScalarValue::Int64(Some(1)), ScalarValue::Utf8(None), ScalarValue::Date32(None)])];
+        assert!(ParquetScanReader::new(schema, vec!["id".into()], false, defaults(), bad, 10, || Ok(())).is_err());
+    }
+
+    #[test]
+    fn row_groups_skipped_only_where_statistics_prove_no_row_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        // 10 row groups of 100 sorted ids; `v` NULL in the first group; strings sorted by id.
+        let (path, size) = write_file(dir.path(), 1000, 100);
+        let split = || {
+            vec![ParquetSplit {
+                path: path.clone(),
+                start: 0,
+                length: size,
+                display_path: String::new(),
+                partition_values: vec![],
+            }]
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("c0", DataType::Int64, true),
+            Field::new("c1", DataType::Int32, true),
+            Field::new("c2", DataType::Utf8, true),
+        ]));
+        let run = |filters: Vec<ScanFilter>| -> (usize, u64) {
+            let pruned = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let counter = pruned.clone();
+            let reader = ParquetScanReader::new(
+                schema.clone(),
+                vec!["id".into(), "v".into(), "s".into()],
+                false,
+                defaults(),
+                split(),
+                1000,
+                || Ok(()),
+            )
+            .unwrap()
+            .with_filters(
+                filters,
+                Box::new(move |n| {
+                    counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    Ok(())
+                }),
+            );
+            let rows = reader.map(|b| b.unwrap().num_rows()).sum();
+            (rows, pruned.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        let f = |column, op, values: Vec<ScalarValue>| ScanFilter { column, op, values };
+        let long = |v| ScalarValue::Int64(Some(v));
+        assert_eq!(run(vec![]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::Lt, vec![long(150)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Lt, vec![long(100)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::Le, vec![long(100)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Gt, vec![long(899)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::Ge, vec![long(899)])]), (200, 8));
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![long(555)])]), (100, 9));
+        assert_eq!(run(vec![f(0, FilterOp::In, vec![long(5), ScalarValue::Int64(None), long(999)])]), (200, 8));
+        // Conjuncts: each may rule a group out.
+        assert_eq!(run(vec![f(0, FilterOp::Ge, vec![long(500)]), f(0, FilterOp::Lt, vec![long(600)])]), (100, 9));
+        // INT column (every 7th value NULL), its literal widened to the column's type.
+        assert_eq!(run(vec![f(1, FilterOp::Gt, vec![ScalarValue::Int32(Some(2990))])]), (100, 9));
+        assert_eq!(run(vec![f(1, FilterOp::IsNull, vec![])]), (1000, 0));
+        assert_eq!(run(vec![f(1, FilterOp::IsNotNull, vec![])]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::IsNull, vec![])]), (0, 10));
+        // Strings by byte order ("row 10" < "row 9").
+        assert_eq!(run(vec![f(2, FilterOp::Eq, vec![ScalarValue::Utf8(Some("row 0".into()))])]), (100, 9));
+        assert_eq!(run(vec![f(2, FilterOp::Gt, vec![ScalarValue::Utf8(Some("zz".into()))])]), (0, 10));
+        // Nothing is proved by a NULL literal, a literal of another type, or no statistics.
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Int64(None)])]), (1000, 0));
+        assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Float64(Some(1.0))])]), (1000, 0));
     }
 }

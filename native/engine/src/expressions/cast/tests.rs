@@ -112,6 +112,7 @@ fn error_text(e: &DataFusionError) -> String {
                 SparkExceptionKind::DateTime => "SparkDateTimeException",
                 SparkExceptionKind::Runtime => "SparkRuntimeException",
                 SparkExceptionKind::Spark => "SparkException",
+                SparkExceptionKind::Upgrade => "SparkUpgradeException",
             };
             let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("ERR {kind} {} {{{}}}", s.error_class, params.join(", "))

@@ -310,13 +310,23 @@ object EmberConf {
       "(Spark's own partitions and bounds) as three numbers instead of rows."
   )
 
+  val PARQUET_SCAN_PUSHDOWN: Entry[Boolean] = bool(
+    "spark.ember.parquetScan.pushdown.enabled",
+    default = true,
+    "In the native Parquet scan, skip row groups whose statistics prove that no row passes a simple conjunct of " +
+      "the scan's data filters (a column compared with literals, IN, IS [NOT] NULL on integer, string and date " +
+      "columns). Spark still applies every filter above the scan, so answers never depend on it; the input's " +
+      "parquetRowGroupsPruned metric counts the skipped row groups."
+  )
+
   val EXEC_PARQUET_SCAN: Entry[Boolean] = bool(
     "spark.ember.exec.parquetScan.enabled",
     default = true,
     "Read Parquet files natively when a native operator consumes a file scan: each task's files and byte ranges " +
-      "(Spark's own splits) go to the engine, which reads them straight into Arrow. Scans with partition or " +
-      "metadata columns, dates, timestamps, nested types or collated strings, non-local files, or " +
-      "ignoreCorruptFiles / ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan " +
+      "(Spark's own splits) go to the engine, which reads them straight into Arrow, dates and timestamps " +
+      "rebased as Spark does and partition values appended. Scans with metadata columns, nested types or " +
+      "collated strings, timestamps in LEGACY rebase mode or with INT96 time-zone conversion, non-local files, " +
+      "or ignoreCorruptFiles / ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan " +
       "says why)."
   )
 

@@ -8,7 +8,8 @@ import org.apache.spark.{
   SparkDateTimeException,
   SparkException,
   SparkNumberFormatException,
-  SparkRuntimeException
+  SparkRuntimeException,
+  SparkUpgradeException
 }
 import org.ember.jni.{EmberNativeException, EmberSparkError}
 import org.ember.proto.SparkExceptionKind
@@ -34,6 +35,8 @@ object EmberErrors {
       case SparkExceptionKind.SPARK_EXCEPTION_KIND_SPARK =>
         val cause = if (error.getCause.isEmpty) null else new EmberNativeException(error.getCause)
         new SparkException(errorClass, params, cause)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_UPGRADE =>
+        new SparkUpgradeException(errorClass, params, null)
       case _ => new SparkRuntimeException(errorClass, params, null, ctx, summary)
     }
   }

@@ -248,7 +248,11 @@ class EmberOperatorSuite extends EmberQueryTest {
       val (dict, plain) = (s"${dir.getCanonicalPath}/dict", s"${dir.getCanonicalPath}/plain")
       DataGen.table(spark, 3000).write.parquet(dict)
       DataGen.table(spark, 3000).write.option("parquet.enable.dictionary", "false").parquet(plain)
-      withSQLConf("spark.sql.parquet.columnarReaderBatchSize" -> "97") {
+      // Spark's vectorized reader, whose batches are copied (the native scan reads these types itself now).
+      withSQLConf(
+        "spark.sql.parquet.columnarReaderBatchSize" -> "97",
+        "spark.ember.exec.parquetScan.enabled" -> "false"
+      ) {
         val primitives = data.select("id", "b", "i8", "i16", "i32", "i64", "f32", "f64").cache()
         try {
           for (input <- Seq(spark.read.parquet(dict), spark.read.parquet(plain), primitives)) {

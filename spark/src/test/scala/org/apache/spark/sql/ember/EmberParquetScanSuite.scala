@@ -1,6 +1,9 @@
 package org.apache.spark.sql.ember
 
-import org.apache.spark.SparkException
+import scala.util.Try
+
+import org.apache.spark.{SparkException, SparkThrowable, SparkUpgradeException}
+import org.apache.spark.sql.Row
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.functions._
@@ -21,8 +24,13 @@ class EmberParquetScanSuite extends EmberQueryTest {
     i
   }
 
-  // Every non-temporal column of DataGen's table.
-  private val readable = DataGen.schema.fieldNames.filterNot(Set("dt", "ts", "ntz")).toSeq
+  private def messages(e: Throwable): String =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString("\n")
+
+  private def reason(df: DataFrame) = inputs(df).map(_.simpleString(10)).mkString("; ")
+
+  // Every column of DataGen's table.
+  private val readable = DataGen.schema.fieldNames.toSeq
 
   private def write(path: String, rows: Int, codec: String, files: Int = 3): Unit =
     DataGen
@@ -230,14 +238,14 @@ class EmberParquetScanSuite extends EmberQueryTest {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
       DataGen.table(spark, 300).write.partitionBy("b").parquet(path)
-      def reason(df: DataFrame) = inputs(df).map(_.simpleString(10)).mkString("; ")
-      // Dates and timestamps (calendar rebasing), and partition columns.
-      val dated = checkSparkAnswerAndNative(
-        spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("dt"), col("ts"), col("b")),
-        Seq(cls[EmberFilterExec])
-      )
-      assert(reason(dated).contains("file scan read by Spark: partition columns"), reason(dated))
-      assert(splitsRead(dated) == 0)
+      // INT96 timestamps shifted to the session time zone.
+      withSQLConf("spark.sql.parquet.int96TimestampConversion" -> "true") {
+        val shifted = checkSparkAnswerAndNative(
+          spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("ts")),
+          Seq(cls[EmberFilterExec])
+        )
+        assert(reason(shifted).contains("int96TimestampConversion is true"), reason(shifted))
+      }
       withSQLConf("spark.ember.exec.parquetScan.enabled" -> "false") {
         val off = checkSparkAnswerAndNative(
           spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("s")),
@@ -246,14 +254,316 @@ class EmberParquetScanSuite extends EmberQueryTest {
         assert(splitsRead(off) == 0 && reason(off).contains("parquetScan.enabled is false"), reason(off))
       }
     }
+  }
+
+  test("partitioned tables: partition values (NULLs included) appended as Spark appends them") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
-      DataGen.table(spark, 300).write.parquet(path)
-      val dated = checkSparkAnswerAndNative(
-        spark.read.parquet(path).where(col("id") > 10).select(col("id"), col("dt")),
-        Seq(cls[EmberFilterExec])
+      val strings = Seq("a", "ü€", "x y", "a=b/c", null)
+      val dates = Seq("1970-01-01", "0001-01-01", "2024-02-29", null)
+      val rows = (0 until 400).map { i =>
+        Row(
+          i.toLong,
+          if (i % 11 == 0) null else i * 7,
+          s"row $i",
+          if (i % 5 == 0) null else i % 3,
+          strings(i % strings.size),
+          dates(i % dates.size)
+        )
+      }
+      val schema = StructType(
+        Seq(
+          StructField("id", LongType),
+          StructField("v", IntegerType),
+          StructField("s", StringType),
+          StructField("p_int", IntegerType),
+          StructField("p_str", StringType),
+          StructField("p_date", StringType)
+        )
       )
-      assert(inputs(dated).map(_.simpleString(10)).exists(_.contains("dt: date is read by Spark")))
+      spark
+        .createDataFrame(spark.sparkContext.parallelize(rows, 3), schema)
+        .withColumn("p_date", col("p_date").cast(DateType))
+        .write
+        .partitionBy("p_int", "p_str", "p_date")
+        .parquet(path)
+      val table = () => spark.read.parquet(path)
+      assert(
+        table().schema.map(f => f.name -> f.dataType).takeRight(3) ==
+          Seq("p_int" -> IntegerType, "p_str" -> StringType, "p_date" -> DateType)
+      )
+      val queries: Seq[() => DataFrame] = Seq(
+        () => table().where(col("v").isNull || col("v") > 100),
+        // Filters on partition columns: Spark prunes the files, the rows are read natively.
+        () => table().where(col("p_int") > 0 && col("v").isNotNull),
+        () => table().where(col("p_str") === "ü€" && col("id") > 3),
+        () => table().where(col("p_date").isNull && col("id") =!= 3),
+        () =>
+          table().where(
+            (col("p_str").isNull || col("p_date") < lit("2000-01-01").cast(DateType)) && col("id") >= 0
+          ),
+        // Only partition columns, and none at all.
+        () => table().where(col("id") > 10).select(col("p_date"), col("p_int")),
+        () => table().where(col("p_int").isNotNull).groupBy().count()
+      )
+      for ((q, i) <- queries.zipWithIndex) {
+        val df = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec], cls[EmberHashAggregateExec]))
+        assert(splitsRead(df) > 0, s"query $i: ${reason(df)}\n${df.queryExecution.executedPlan}")
+      }
+    }
+  }
+
+  private val rebaseConfs = Seq(
+    "spark.sql.parquet.datetimeRebaseModeInRead",
+    "spark.sql.parquet.int96RebaseModeInRead"
+  )
+
+  /** The Spark condition of `t` (or of a cause), with its parameters. */
+  private def sparkCondition(t: Throwable): Option[(String, Map[String, String])] = {
+    import scala.jdk.CollectionConverters._
+    Iterator
+      .iterate(t)(_.getCause)
+      .takeWhile(_ != null)
+      .collectFirst {
+        case s: SparkThrowable if s.getCondition != null && !s.getCondition.startsWith("FAILED_READ_FILE") =>
+          s.getCondition -> s.getMessageParameters.asScala.toMap
+      }
+  }
+
+  /**
+   * `query` with Ember off and on: the same rows, or the same error condition with the same parameters
+   * (a SparkUpgradeException, as Spark throws it); with `native`, the scan must have been read natively.
+   * Returns Spark's outcome.
+   */
+  private def sameOutcome(query: () => DataFrame, native: Boolean): Try[Seq[Row]] = {
+    val spark = withEmber(enabled = false)(Try(query().collect().toSeq))
+    spark.failed.foreach { e =>
+      val ember = withEmber(enabled = true) {
+        val df = query()
+        val e = intercept[Throwable](df.collect())
+        if (native) assert(inputs(df).exists(_.simpleString(10).contains("read natively")), reason(df))
+        e
+      }
+      assert(sparkCondition(e).isDefined, s"Spark: $e")
+      assert(sparkCondition(ember) == sparkCondition(e), s"Ember: $ember\nSpark: $e")
+      assert(
+        Iterator
+          .iterate(ember)(_.getCause)
+          .takeWhile(_ != null)
+          .exists(_.isInstanceOf[SparkUpgradeException]) ==
+          Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[SparkUpgradeException])
+      )
+      assertNoNativeMemoryHeld()
+    }
+    spark.foreach { _ =>
+      val df = checkSparkAnswerAndNative(query(), Seq(cls[EmberFilterExec]))
+      if (native) assert(splitsRead(df) > 0, reason(df))
+    }
+    spark
+  }
+
+  private val dates =
+    Seq(
+      "0001-01-01",
+      "1000-03-01",
+      "1582-10-04",
+      "1582-10-15",
+      "1899-12-31",
+      "1900-01-01",
+      "1970-01-01",
+      "9999-12-31"
+    )
+  private val ancientTimestamps = Seq(
+    "0001-01-01 00:00:00",
+    "1000-03-01 01:02:03.000004",
+    "1582-10-04 12:34:56.123456",
+    "1582-10-15 00:00:00.000001",
+    "1899-12-31 23:59:59.999999"
+  )
+  private val modernTimestamps =
+    Seq(
+      "1900-01-01 00:00:00",
+      "1969-12-31 23:59:59.999999",
+      "2024-06-30 12:00:00.5",
+      "9999-12-31 23:59:59.999999"
+    )
+
+  /** Dates, timestamps and timestamp_ntz (from the same strings), with a row of NULLs. */
+  private def temporalTable(timestamps: Seq[String]): DataFrame = {
+    val n = math.max(dates.size, timestamps.size)
+    val rows = (0 until n).map(i => Row(i.toLong, dates(i % dates.size), timestamps(i % timestamps.size))) :+
+      Row(n.toLong, null, null)
+    val schema = StructType(
+      Seq(StructField("id", LongType), StructField("d", StringType), StructField("t", StringType))
+    )
+    spark
+      .createDataFrame(spark.sparkContext.parallelize(rows, 2), schema)
+      .select(
+        col("id"),
+        col("d").cast(DateType).as("d"),
+        col("t").cast(TimestampType).as("ts"),
+        col("t").cast(TimestampNTZType).as("ntz")
+      )
+  }
+
+  test("dates and timestamps written in every writer mode, read in every read mode, as Spark reads them") {
+    withSQLConf("spark.sql.session.timeZone" -> "America/Los_Angeles") {
+      for (
+        output <- Seq("INT96", "TIMESTAMP_MICROS", "TIMESTAMP_MILLIS"); written <- Seq("CORRECTED", "LEGACY")
+      ) {
+        withTempPath { dir =>
+          val path = dir.getCanonicalPath
+          withSQLConf(
+            "spark.sql.parquet.outputTimestampType" -> output,
+            "spark.sql.parquet.datetimeRebaseModeInWrite" -> written,
+            "spark.sql.parquet.int96RebaseModeInWrite" -> written
+          ) {
+            // Ancient timestamps in a LEGACY file are the native scan's known limit (see below).
+            val ts = if (written == "LEGACY") modernTimestamps else ancientTimestamps ++ modernTimestamps
+            temporalTable(ts).write.parquet(path)
+          }
+          // Files written by Spark 4 say how they were written: CORRECTED reads as EXCEPTION does.
+          for (mode <- Seq("EXCEPTION", "LEGACY")) {
+            withSQLConf(rebaseConfs.map(_ -> mode): _*) {
+              val all = () => spark.read.parquet(path).where(col("id") =!= -1)
+              // LEGACY timestamps stay Spark's (rebasing them needs the JVM's time-zone rules).
+              val result = sameOutcome(all, native = mode != "LEGACY")
+              assert(result.isSuccess, s"$output/$written/$mode: $result") // files written by Spark 4 say how
+              if (mode == "LEGACY") {
+                val df = spark.read.parquet(path).where(col("id") =!= -1)
+                assert(reason(df).contains("rebased in LEGACY mode are read by Spark"), reason(df))
+              }
+              // Dates and TIMESTAMP_NTZ alone: native in every mode (LEGACY dates rebased natively).
+              sameOutcome(
+                () => spark.read.parquet(path).select("id", "d", "ntz").where(col("id") =!= -1),
+                native = true
+              )
+            }
+          }
+        }
+      }
+    }
+  }
+
+  test("ancient timestamps of a LEGACY file: the native scan fails naming the key (known limit)") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      withSQLConf(
+        "spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS",
+        "spark.sql.parquet.datetimeRebaseModeInWrite" -> "LEGACY"
+      )(temporalTable(ancientTimestamps).write.parquet(path))
+      val query = () => spark.read.parquet(path).where(col("id") =!= -1).select("id", "ts")
+      assert(
+        withEmber(enabled = false)(query().collect()).length == math.max(
+          dates.size,
+          ancientTimestamps.size
+        ) + 1
+      )
+      val e = withEmber(enabled = true)(intercept[SparkException](query().collect()))
+      assert(messages(e).contains("spark.ember.exec.parquetScan.enabled"), e)
+      withSQLConf("spark.ember.exec.parquetScan.enabled" -> "false") {
+        checkSparkAnswerAndNative(query(), Seq(cls[EmberFilterExec]))
+      }
+    }
+  }
+
+  test("Spark 2.4 and 3.2 files with ancient dates and timestamps (Spark's own test-data), every read mode") {
+    val versions = Seq("v2_4_5", "v2_4_6", "v3_2_0")
+    val kinds =
+      Seq("date", "timestamp_int96_dict", "timestamp_int96_plain", "timestamp_micros", "timestamp_millis")
+    for (kind <- kinds; version <- versions) {
+      val name = s"before_1582_${kind}_$version.snappy.parquet"
+      withTempPath { dir =>
+        dir.mkdirs()
+        val in = getClass.getClassLoader.getResourceAsStream(s"test-data/$name")
+        assert(in != null, s"test-data/$name not on the test classpath")
+        try java.nio.file.Files.copy(in, new java.io.File(dir, name).toPath)
+        finally in.close()
+        val path = dir.getCanonicalPath
+        for (mode <- Seq("EXCEPTION", "CORRECTED", "LEGACY")) {
+          withSQLConf(rebaseConfs.map(_ -> mode): _*) {
+            val query = () => {
+              val df = spark.read.parquet(path)
+              df.where(col(df.columns.head).isNotNull || col(df.columns.head).isNull)
+            }
+            val timestamps = kind != "date"
+            // Spark 2.4.6+ and 3.x files say they were written in the hybrid calendar (LEGACY whatever the
+            // mode): their ancient timestamps are the native scan's known limit.
+            val forcedLegacy = version != "v2_4_5"
+            if (timestamps && forcedLegacy && mode != "LEGACY") {
+              val e = withEmber(enabled = true)(intercept[SparkException](query().collect()))
+              assert(messages(e).contains("legacy hybrid calendar"), s"$name/$mode: $e")
+            } else {
+              val result = sameOutcome(query, native = !(timestamps && mode == "LEGACY"))
+              // Spark's own expectations of these files.
+              assert(
+                result.isFailure == (version == "v2_4_5" && mode == "EXCEPTION"),
+                s"$name/$mode: $result"
+              )
+            }
+          }
+        }
+      }
+    }
+  }
+
+  private def rowGroupsPruned(df: DataFrame): Long =
+    nativeNodes(df).collect { case i: EmberInputExec => i.metrics("parquetRowGroupsPruned").value }.sum
+
+  test("row groups skipped by statistics of pushed filters, never changing the answer") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      // Sorted columns in many row groups, so statistics tell them apart; NULLs in runs and scattered, NaN
+      // and -0.0 in a double column (never used for skipping), multi-byte strings.
+      spark
+        .range(0, 20000, 1, 1)
+        .select(
+          col("id"),
+          (col("id") / 7).cast(IntegerType).as("i"),
+          when(col("id") % 5000 < 1000, lit(null)).otherwise(col("id")).as("n"),
+          format_string("k%05d€", col("id")).as("s"),
+          date_add(lit("1990-01-01").cast(DateType), (col("id") / 10).cast(IntegerType)).as("d"),
+          when(col("id") % 3 === 0, lit(Double.NaN))
+            .when(col("id") % 3 === 1, lit(-0.0))
+            .otherwise(lit(0.0))
+            .as("f")
+        )
+        .write
+        .option("parquet.block.size", 16 * 1024)
+        .parquet(path)
+      val t = () => spark.read.parquet(path)
+      val pruning: Seq[(String, () => DataFrame)] = Seq(
+        "id <" -> (() => t().where(col("id") < 300)),
+        "id >= and i <>" -> (() => t().where(col("id") >= 19500 && col("i") =!= 3)),
+        "i = / <=" -> (() => t().where(col("i") === 1500 && col("id") <= 19000)),
+        "s >" -> (() => t().where(col("s") > "k19900")),
+        "s =" -> (() => t().where(col("s") === "k12345€")),
+        "d <" -> (() => t().where(col("d") < lit("1990-02-01").cast(DateType))),
+        "id in" -> (() => t().where(col("id").isin(5, 17, 19999))),
+        "n is null" -> (() => t().where(col("n").isNull && col("id") > 4000)),
+        // Runs of 1000 NULLs: whole row groups of them.
+        "n is not null" -> (() => t().where(col("n").isNotNull)),
+        "literal on the left" -> (() => t().where(lit(100L) > col("id")))
+      )
+      for ((name, q) <- pruning) {
+        val df = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec]))
+        assert(splitsRead(df) > 0 && rowGroupsPruned(df) > 0, s"$name: ${rowGroupsPruned(df)} pruned")
+        withSQLConf("spark.ember.parquetScan.pushdown.enabled" -> "false") {
+          val off = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec]))
+          assert(rowGroupsPruned(off) == 0, name)
+        }
+      }
+      // Filters that must not skip anything: on doubles (NaN, -0.0), OR across columns, nothing to prove.
+      val kept: Seq[(String, () => DataFrame)] = Seq(
+        "f = 0.0" -> (() => t().where(col("f") === 0.0)),
+        "f > 0 or f < 0" -> (() => t().where(col("f") > 0.0 || col("f") < 0.0)),
+        "or" -> (() => t().where(col("id") < 10 || col("s") > "k19990")),
+        "id = null" -> (() => t().where(col("id") === lit(null).cast(LongType) || col("i") > -1))
+      )
+      for ((name, q) <- kept) {
+        val df = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec]))
+        assert(splitsRead(df) > 0 && rowGroupsPruned(df) == 0, s"$name: ${rowGroupsPruned(df)} pruned")
+      }
     }
   }
 }

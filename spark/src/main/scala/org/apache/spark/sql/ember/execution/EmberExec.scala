@@ -73,7 +73,11 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
   // Filled on the JVM side (RangeSlices, NativeParquetScan), not by the native operator.
   override protected def operatorMetrics: Map[String, SQLMetric] = Map(
     "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range"),
-    "parquetSplits" -> SQLMetrics.createMetric(sparkContext, "Parquet file splits read natively")
+    "parquetSplits" -> SQLMetrics.createMetric(sparkContext, "Parquet file splits read natively"),
+    "parquetRowGroupsPruned" -> SQLMetrics.createMetric(
+      sparkContext,
+      "Parquet row groups skipped by statistics"
+    )
   )
   override def simpleString(maxFields: Int): String = child match {
     case scan: FileSourceScanExec =>
@@ -274,7 +278,10 @@ object EmberBlock {
         case WholeStageCodegenExec(r: RangeExec) if nativeRange =>
           (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
-          (Left(NativeParquetScan.rdd(scan, in.metrics("parquetSplits"))), proto.InputKind.INPUT_KIND_PARQUET)
+          (
+            Left(NativeParquetScan.rdd(scan, in.metrics("parquetSplits"), in.metrics("parquetRowGroupsPruned"))),
+            proto.InputKind.INPUT_KIND_PARQUET
+          )
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.

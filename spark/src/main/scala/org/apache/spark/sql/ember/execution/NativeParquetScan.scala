@@ -5,10 +5,27 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.datasources.FileScanRDD
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetUtils}
+import org.apache.spark.sql.catalyst.expressions.{
+  And,
+  AttributeReference,
+  EqualTo,
+  Expression,
+  GreaterThan,
+  GreaterThanOrEqual,
+  In,
+  InSet,
+  IsNotNull,
+  IsNull,
+  LessThan,
+  LessThanOrEqual,
+  Literal
+}
+import org.apache.spark.sql.catalyst.util.RebaseDateTime
+import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetUtils}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.ember.serde.ExprSerde
 import org.ember.EmberConf
 import org.ember.proto
 
@@ -16,7 +33,11 @@ import org.ember.proto
  * One task's Parquet file splits, read natively ([[NativeParquetScan]]): the engine takes `task` (a
  * `ParquetScanTask` proto) and calls [[checkKilled]] before every batch, so a cancelled task stops.
  */
-final class ParquetSource(val task: Array[Byte]) extends NativeInputSource
+final class ParquetSource(val task: Array[Byte], prunedMetric: SQLMetric) extends NativeInputSource {
+
+  /** Called by the engine with the row groups a split skipped by their statistics. */
+  def rowGroupsPruned(n: Long): Unit = prunedMetric += n
+}
 
 /**
  * A Parquet `FileSourceScanExec` read by a native block: each task's `FilePartition` (Spark's own: the same
@@ -34,8 +55,9 @@ object NativeParquetScan {
     if (!EmberConf.EXEC_PARQUET_SCAN.get(conf)) Some(s"${EmberConf.EXEC_PARQUET_SCAN.key} is false")
     else if (relation.fileFormat.getClass != classOf[ParquetFileFormat])
       Some(s"file format ${relation.fileFormat} is not Parquet")
-    else if (relation.partitionSchema.nonEmpty) Some("partition columns are read by Spark")
-    else if (scan.output.map(_.name) != scan.requiredSchema.fieldNames.toSeq)
+    else if (
+      scan.output.map(_.name) != (scan.requiredSchema.fieldNames ++ relation.partitionSchema.fieldNames).toSeq
+    )
       Some("metadata columns are read by Spark")
     else if (!relation.location.rootPaths.forall(p => p.toUri.getScheme == "file"))
       Some("only local files are read natively")
@@ -48,40 +70,167 @@ object NativeParquetScan {
     )
       Some("columns matched by Parquet field id are read by Spark")
     else
-      scan.requiredSchema.fields.collectFirst {
-        case f if !readable(f.dataType) =>
-          s"column ${f.name}: ${f.dataType.simpleString} is read by Spark"
-      }
+      scan.requiredSchema.fields
+        .collectFirst {
+          case f if !readable(f.dataType) =>
+            s"column ${f.name}: ${f.dataType.simpleString} is read by Spark"
+        }
+        .orElse(relation.partitionSchema.fields.collectFirst {
+          case f
+              if !readable(f.dataType) || ExprSerde
+                .literal(null, f.dataType, conf.sessionLocalTimeZone)
+                .isLeft =>
+            s"partition column ${f.name}: ${f.dataType.simpleString} is read by Spark"
+        })
+        .orElse(timestampsUnsupported(scan))
   }
 
-  // Flat, non-temporal types: dates and timestamps stay Spark's (calendar rebasing, INT96).
+  /**
+   * Timestamp (with local time zone) reads the native reader cannot do exactly: INT96 values shifted to the
+   * session time zone, and rebasing ancient timestamps from the hybrid calendar in LEGACY mode (that needs the
+   * JVM's time-zone rules; the native reader rebases only dates, and fails a file whose own metadata asks for
+   * a timestamp rebase it cannot do, naming the key that leaves the scan to Spark).
+   */
+  private def timestampsUnsupported(scan: FileSourceScanExec): Option[String] = {
+    val conf = SQLConf.get
+    scan.requiredSchema.fields.find(_.dataType == TimestampType).flatMap { f =>
+      val options = new ParquetOptions(scan.relation.options, conf)
+      if (conf.isParquetINT96TimestampConversion)
+        Some(s"column ${f.name}: ${SQLConf.PARQUET_INT96_TIMESTAMP_CONVERSION.key} is true")
+      else if (
+        mode(options.datetimeRebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      )
+        Some(s"column ${f.name}: timestamps rebased in LEGACY mode are read by Spark")
+      else if (
+        mode(options.int96RebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      )
+        Some(s"column ${f.name}: INT96 timestamps rebased in LEGACY mode are read by Spark")
+      else None
+    }
+  }
+
+  private def mode(policy: String): proto.ParquetScanRebaseMode =
+    policy.toUpperCase(java.util.Locale.ROOT) match {
+      case "CORRECTED" => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_CORRECTED
+      case "LEGACY" => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
+      case _ => proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_EXCEPTION
+    }
+
+  // Flat types. Dates and timestamps as Spark's vectorized reader reads them, rebased as it does.
   private def readable(dt: DataType): Boolean = dt match {
-    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | BinaryType =>
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | BinaryType |
+        DateType | TimestampType | TimestampNTZType =>
       true
     case s: StringType => s.isUTF8BinaryCollation
     case _: DecimalType => true
     case _ => false
   }
 
+  /**
+   * The conjuncts of `scan`'s data filters that the reader can skip row groups with by statistics: a data
+   * column (by its index among the requested ones) compared with literals of its own type. Spark keeps every
+   * data filter above the scan, so the subset only ever saves reading.
+   */
+  private[execution] def pushedFilters(scan: FileSourceScanExec, tz: String): Seq[proto.ParquetScanFilter] = {
+    import proto.ParquetScanFilterOp._
+    val dataColumns = scan.output
+      .take(scan.requiredSchema.length)
+      .zipWithIndex
+      .map { case (a, i) =>
+        a.exprId -> i
+      }
+      .toMap
+    def prunable(dt: DataType): Boolean = dt match {
+      case ByteType | ShortType | IntegerType | LongType | DateType => true
+      case s: StringType => s.isUTF8BinaryCollation
+      case _ => false
+    }
+    def column(e: Expression): Option[Int] = e match {
+      case a: AttributeReference if prunable(a.dataType) => dataColumns.get(a.exprId)
+      case _ => None
+    }
+    def filter(op: proto.ParquetScanFilterOp, e: Expression, values: Seq[Literal]) =
+      column(e).filter(_ => values.forall(_.dataType == e.dataType)).flatMap { i =>
+        val lits = values.map(v => ExprSerde.literal(v.value, v.dataType, tz))
+        if (lits.exists(_.isLeft)) None
+        else
+          Some(
+            proto.ParquetScanFilter
+              .newBuilder()
+              .setColumn(i)
+              .setOp(op)
+              .addAllValues(lits.map(_.toOption.get).asJava)
+              .build()
+          )
+      }
+    def conjuncts(e: Expression): Seq[Expression] = e match {
+      case And(l, r) => conjuncts(l) ++ conjuncts(r)
+      case other => Seq(other)
+    }
+    scan.dataFilters.flatMap(conjuncts).flatMap {
+      case EqualTo(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_EQ, a, Seq(l))
+      case EqualTo(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_EQ, a, Seq(l))
+      case LessThan(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_LT, a, Seq(l))
+      case LessThan(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_GT, a, Seq(l))
+      case LessThanOrEqual(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_LE, a, Seq(l))
+      case LessThanOrEqual(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_GE, a, Seq(l))
+      case GreaterThan(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_GT, a, Seq(l))
+      case GreaterThan(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_LT, a, Seq(l))
+      case GreaterThanOrEqual(a, l: Literal) => filter(PARQUET_SCAN_FILTER_OP_GE, a, Seq(l))
+      case GreaterThanOrEqual(l: Literal, a) => filter(PARQUET_SCAN_FILTER_OP_LE, a, Seq(l))
+      case IsNull(a) => filter(PARQUET_SCAN_FILTER_OP_IS_NULL, a, Nil)
+      case IsNotNull(a) => filter(PARQUET_SCAN_FILTER_OP_IS_NOT_NULL, a, Nil)
+      case In(a, list) if list.nonEmpty && list.forall(_.isInstanceOf[Literal]) =>
+        filter(PARQUET_SCAN_FILTER_OP_IN, a, list.map(_.asInstanceOf[Literal]))
+      case InSet(a, set) if set.nonEmpty =>
+        filter(PARQUET_SCAN_FILTER_OP_IN, a, set.toSeq.map(v => Literal.create(v, a.dataType)))
+      case _ => None
+    }
+  }
+
   /** One `ParquetSource` per partition of the scan's own `FileScanRDD`. */
-  def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric): RDD[InputIterator] = {
+  def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric, rowGroupsPruned: SQLMetric): RDD[InputIterator] = {
     val partitions = scan.inputRDD match {
       case f: FileScanRDD => f.filePartitions
       case other => throw new IllegalStateException(s"a Parquet scan read through ${other.getClass.getName}")
     }
     val columns = scan.requiredSchema.fieldNames.toSeq.asJava
     val caseSensitive = SQLConf.get.caseSensitiveAnalysis
+    // The read modes as Spark's ParquetFileFormat takes them: the scan's options, else the session's conf.
+    val options = new ParquetOptions(scan.relation.options, SQLConf.get)
+    val datetimeMode = mode(options.datetimeRebaseModeInRead)
+    val partitionSchema = scan.relation.partitionSchema
+    val tz = SQLConf.get.sessionLocalTimeZone
+    val int96Mode = mode(options.int96RebaseModeInRead)
+    val filters =
+      if (EmberConf.PARQUET_SCAN_PUSHDOWN.get(SQLConf.get)) pushedFilters(scan, tz).asJava
+      else java.util.Collections.emptyList[proto.ParquetScanFilter]()
     val tasks = partitions.map { p =>
-      val task = proto.ParquetScanTask.newBuilder().addAllColumns(columns).setCaseSensitive(caseSensitive)
+      val task = proto.ParquetScanTask
+        .newBuilder()
+        .addAllColumns(columns)
+        .setCaseSensitive(caseSensitive)
+        .setDatetimeRebaseMode(datetimeMode)
+        .setInt96RebaseMode(int96Mode)
+        .setLastSwitchJulianDay(RebaseDateTime.lastSwitchJulianDay)
+        .setLastSwitchJulianTs(RebaseDateTime.lastSwitchJulianTs)
+        .addAllFilters(filters)
       p.files.foreach { f =>
-        task.addSplits(
-          proto.ParquetSplit
-            .newBuilder()
-            .setPath(f.toPath.toUri.getPath)
-            .setStart(f.start)
-            .setLength(f.length)
-            .setDisplayPath(f.urlEncodedPath)
-        )
+        val split = proto.ParquetSplit
+          .newBuilder()
+          .setPath(f.toPath.toUri.getPath)
+          .setStart(f.start)
+          .setLength(f.length)
+          .setDisplayPath(f.urlEncodedPath)
+        // The file's partition values, appended by the reader after the data columns (as FileScanRDD does).
+        partitionSchema.fields.zipWithIndex.foreach { case (field, i) =>
+          val value = f.partitionValues.get(i, field.dataType)
+          ExprSerde.literal(value, field.dataType, tz) match {
+            case Right(lit) => split.addPartitionValues(lit)
+            case Left(why) => throw new IllegalStateException(s"partition value of ${field.name}: $why")
+          }
+        }
+        task.addSplits(split)
       }
       (task.build().toByteArray, p.files.length)
     }
@@ -90,7 +239,7 @@ object NativeParquetScan {
     sc.parallelize(tasks, tasks.size).mapPartitions { it =>
       val (task, splits) = it.next()
       splitsRead += splits
-      Iterator(InputIterator.Parquet(new ParquetSource(task)))
+      Iterator(InputIterator.Parquet(new ParquetSource(task, rowGroupsPruned)))
     }
   }
 }
