@@ -279,7 +279,9 @@ object EmberBlock {
           (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
           (
-            Left(NativeParquetScan.rdd(scan, in.metrics("parquetSplits"), in.metrics("parquetRowGroupsPruned"))),
+            Left(
+              NativeParquetScan.rdd(scan, in.metrics("parquetSplits"), in.metrics("parquetRowGroupsPruned"))
+            ),
             proto.InputKind.INPUT_KIND_PARQUET
           )
         case child if child.supportsColumnar =>
