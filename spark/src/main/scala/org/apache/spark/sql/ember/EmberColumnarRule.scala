@@ -132,8 +132,12 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       plan
     } else {
       val converted =
-        try serde.convert(plan).flatMap(op => EngineSupport.check(plan, op).map(_ => op))
-        catch {
+        try {
+          // Only filters and projections bind scalar subqueries' results (EmberExec.boundOperator).
+          if (SubqueryValue.has(plan) && !plan.isInstanceOf[FilterExec] && !plan.isInstanceOf[ProjectExec])
+            Left(s"a scalar subquery in ${plan.nodeName} is not supported")
+          else serde.convert(plan).flatMap(op => EngineSupport.check(plan, op).map(_ => op))
+        } catch {
           // A serde bug must not fail the query's planning: the operator stays in Spark, with the reason.
           case NonFatal(e) => Left(s"Ember could not convert ${plan.nodeName}: $e")
         }

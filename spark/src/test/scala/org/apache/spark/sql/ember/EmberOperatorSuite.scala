@@ -81,6 +81,45 @@ class EmberOperatorSuite extends EmberQueryTest {
     }
   }
 
+  test("scalar subqueries: results bound as literals in native filters and projections") {
+    data.createOrReplaceTempView("subquery_t")
+    // The operators that use a subquery's result, native (the subqueries' own plans may be native anyway).
+    def bound(df: DataFrame): Seq[EmberExec] =
+      collectWithSubqueries(df.queryExecution.executedPlan) { case e: EmberExec => e }
+        .filter(e =>
+          e.expressions.exists(_.exists(_.isInstanceOf[org.apache.spark.sql.execution.ScalarSubquery]))
+        )
+    Seq("true", "false").foreach { aqe =>
+      withSQLConf("spark.sql.adaptive.enabled" -> aqe) {
+        bothAnsiModes { _ =>
+          val filtered = checkSparkAnswerAndNative(
+            spark.sql(
+              "SELECT id, i32 FROM subquery_t WHERE i32 > (SELECT avg(i32) FROM subquery_t) " +
+                "AND dec38 < (SELECT max(dec38) FROM subquery_t WHERE i32 IS NULL) " +
+                "AND s <> coalesce((SELECT max(s) FROM subquery_t WHERE id < 0), 'x')"
+            ),
+            Seq(cls[EmberFilterExec])
+          )
+          assert(
+            bound(filtered).exists(_.isInstanceOf[EmberFilterExec]),
+            filtered.queryExecution.executedPlan
+          )
+          val projected = checkSparkAnswerAndNative(
+            spark.sql(
+              "SELECT id, CAST(i32 AS BIGINT) - (SELECT min(i32) FROM subquery_t) AS d, " +
+                "(SELECT max(dt) FROM subquery_t WHERE false) AS none FROM subquery_t"
+            ),
+            Seq(cls[EmberProjectExec])
+          )
+          assert(
+            bound(projected).exists(_.isInstanceOf[EmberProjectExec]),
+            projected.queryExecution.executedPlan
+          )
+        }
+      }
+    }
+  }
+
   test("sort: every orderable type, both directions, both null orders") {
     bothAnsiModes { _ =>
       for (c <- orderable) {

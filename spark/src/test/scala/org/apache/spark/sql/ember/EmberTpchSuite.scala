@@ -67,18 +67,18 @@ class EmberTpchSuite extends EmberQueryTest {
       |q8 =
       |q9 =
       |q10 =
-      |q11 = FilterExec: expression scalarsubquery is not supported
+      |q11 =
       |q12 =
       |q13 =
       |q14 =
-      |q15 = FilterExec: expression scalarsubquery is not supported
+      |q15 =
       |q16 =
       |q17 = EmptyRelationExec: (no reason recorded)
       |q18 =
       |q19 =
       |q20 =
       |q21 =
-      |q22 = FileSourceScanExec[customer]: read by Spark for FilterExec | FilterExec: expression scalarsubquery is not supported
+      |q22 =
       |""".stripMargin
 
   /** Queries whose rows Ember gets wrong today, with why: their rows are not compared (none today). */

@@ -9,11 +9,13 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._
-import org.apache.spark.sql.ember.serde.{QueryContexts, TypeSerde}
+import org.apache.spark.sql.ember.serde.{FilterSerde, ProjectSerde, QueryContexts, SubqueryValue, TypeSerde}
 import org.apache.spark.sql.execution.{
   FileSourceScanExec,
+  FilterExec,
   OrderPreservingUnaryExecNode,
   PartitioningPreservingUnaryExecNode,
+  ProjectExec,
   RangeExec,
   SparkPlan,
   UnaryExecNode,
@@ -34,6 +36,15 @@ trait EmberExec extends SparkPlan {
 
   /** This operator as a proto, without id and children. */
   def nativeOperator: proto.Operator
+
+  /**
+   * `nativeOperator` with its scalar subqueries' results as literals (see [[SubqueryValue]]); called by
+   * [[EmberBlock]] after the subqueries ran. Only filters and projections convert with subqueries.
+   */
+  def boundOperator: proto.Operator = nativeOperator
+
+  /** Spark's wait for this node's subqueries (started when the plan was prepared), so their results are in. */
+  final def awaitSubqueries(): Unit = waitForSubqueries()
 
   override def supportsColumnar: Boolean = true
 
@@ -97,6 +108,8 @@ case class EmberFilterExec(condition: Expression, child: SparkPlan, nativeOperat
   override def outputPartitioning: Partitioning = child.outputPartitioning
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String = s"EmberFilterExec $condition"
+  override def boundOperator: proto.Operator =
+    FilterSerde.convert(FilterExec(condition, child)).fold(r => throw new IllegalStateException(r), identity)
   override protected def withNewChildInternal(newChild: SparkPlan): EmberFilterExec = copy(child = newChild)
 }
 
@@ -118,6 +131,10 @@ case class EmberProjectExec(
   override protected def orderingExpressions: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String =
     s"EmberProjectExec ${projectList.mkString("[", ", ", "]")}"
+  override def boundOperator: proto.Operator =
+    ProjectSerde
+      .convert(ProjectExec(projectList, child))
+      .fold(r => throw new IllegalStateException(r), identity)
   override protected def withNewChildInternal(newChild: SparkPlan): EmberProjectExec = copy(child = newChild)
 }
 
@@ -181,7 +198,17 @@ object EmberBlock {
     def walk(node: EmberExec): proto.Operator = {
       val id = nodes.size
       nodes += node
-      val b = node.nativeOperator.toBuilder.setId(id)
+      val operator =
+        if (!SubqueryValue.has(node)) node.nativeOperator
+        else {
+          node.awaitSubqueries()
+          if (!SubqueryValue.bound(node))
+            throw new IllegalStateException(
+              s"${node.nodeName}'s scalar subqueries have not run before its plan"
+            )
+          node.boundOperator
+        }
+      val b = operator.toBuilder.setId(id)
       node match {
         case in: EmberInputExec =>
           b.setInput(b.getInput.toBuilder.setInputIndex(inputs.size))

@@ -3,7 +3,7 @@ package org.apache.spark.sql.ember.execution
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.execution.{ExecSubqueryExpression, FileSourceScanExec}
 import org.apache.spark.sql.execution.datasources.FileScanRDD
 import org.apache.spark.sql.catalyst.expressions.{
   And,
@@ -190,6 +190,14 @@ object NativeParquetScan {
 
   /** One `ParquetSource` per partition of the scan's own `FileScanRDD`. */
   def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric, rowGroupsPruned: SQLMetric): RDD[InputIterator] = {
+    // Spark waits for a scan's subqueries (a scalar subquery pushed into its data filters, dynamic partition
+    // pruning) when it executes the scan; read natively, the scan itself never executes, so their results are
+    // fetched here before its files and filters are worked out (the subqueries' own results are cached).
+    scan.prepare()
+    scan.expressions.foreach(_.foreach {
+      case e: ExecSubqueryExpression => e.updateResult()
+      case _ =>
+    })
     val partitions = scan.inputRDD match {
       case f: FileScanRDD => f.filePartitions
       case other => throw new IllegalStateException(s"a Parquet scan read through ${other.getClass.getName}")

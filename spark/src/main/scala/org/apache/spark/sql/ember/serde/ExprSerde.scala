@@ -164,6 +164,12 @@ object ExprSerde {
 
       case l: Literal => literal(l.value, l.dataType, tz).map(lit => wrap(_.setLiteral(lit)))
 
+      // A scalar subquery's value is a literal of the plan that runs after the subquery has: before that (the
+      // support check on the driver) a typed NULL stands for it, and EmberBlock rebuilds the operator once
+      // the result is in (`EmberExec.boundOperator`), so the placeholder never executes.
+      case s: org.apache.spark.sql.execution.ScalarSubquery =>
+        literal(SubqueryValue.of(s).orNull, s.dataType, tz).map(lit => wrap(_.setLiteral(lit)))
+
       // Spark's built-in functions: one registry, FunctionSerde (before BinaryArithmetic, which matches Pmod).
       case f if FunctionSerde.handles(f) => FunctionSerde.convert(f, tz, rec, typ)
 
