@@ -43,18 +43,7 @@ final case class EmberBroadcastBlocks(blocks: Array[Array[Byte]], rows: Long)
 case class EmberBroadcastExchangeExec(mode: BroadcastMode, child: SparkPlan, nativeOperator: proto.Operator)
     extends BroadcastExchangeLike {
 
-  /** What the native writer reports (keys as `EmberExec` and the writer's `MetricBuilder` counters name them). */
-  private lazy val writerMetrics: Map[String, SQLMetric] = Map(
-    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "blocks out of the native writer"),
-    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sparkContext, "native elapsed compute"),
-    "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
-    "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
-    "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
-    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory"),
-    "shuffle_rows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
-    "blocks_written" -> SQLMetrics.createMetric(sparkContext, "Arrow IPC blocks written"),
-    "block_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "Arrow IPC block bytes")
-  )
+  private lazy val writerMetrics = EmberShuffleWriterExec.metrics(sparkContext, "number of output rows")
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),

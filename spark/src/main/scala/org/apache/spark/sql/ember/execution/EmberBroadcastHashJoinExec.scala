@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.ember.serde.ExprSerde
 import org.apache.spark.sql.execution.{BinaryExecNode, SparkPlan}
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
-import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.metric.SQLMetric
 import org.ember.proto
 
 /**
@@ -53,15 +53,9 @@ case class EmberBroadcastHashJoinExec(
 
   override def outputOrdering: Seq[SortOrder] = Nil
 
-  /** Keys equal to the names the native `SpillingHashJoinExec` registers (`JoinMetrics`). */
-  override protected def operatorMetrics: Map[String, SQLMetric] = Map(
-    "build_rows" -> SQLMetrics.createMetric(sparkContext, "number of build rows"),
-    "probe_rows" -> SQLMetrics.createMetric(sparkContext, "number of probe rows"),
-    "spilled_buckets" -> SQLMetrics.createMetric(sparkContext, "spilled buckets"),
-    "split_buckets" -> SQLMetrics.createMetric(sparkContext, "re-split buckets"),
-    "chunked_buckets" -> SQLMetrics.createMetric(sparkContext, "buckets joined in chunks"),
-    "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "join peak reserved memory")
-  )
+  /** The spilling hash join's own metrics: the native operator is the same. */
+  override protected def operatorMetrics: Map[String, SQLMetric] =
+    EmberSpillingHashJoinExec.metrics(sparkContext)
 
   /**
    * A null-aware anti join (`NOT IN`) runs as the plain anti join under a filter decided on the driver once the

@@ -13,6 +13,7 @@ import org.apache.spark.{
   Partition,
   PartitionIdPassthrough,
   ShuffleDependency,
+  SparkContext,
   TaskContext
 }
 import org.apache.spark.internal.Logging
@@ -64,18 +65,7 @@ case class EmberShuffleExchangeExec(
   private lazy val writeMetrics = SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
   private lazy val readMetrics = SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
 
-  /** What the native writer reports (keys as `EmberExec` and the writer's `MetricBuilder` counters name them). */
-  private lazy val writerMetrics: Map[String, SQLMetric] = Map(
-    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "blocks out of the native writer"),
-    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sparkContext, "native elapsed compute"),
-    "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
-    "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
-    "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
-    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory"),
-    "shuffle_rows" -> SQLMetrics.createMetric(sparkContext, "rows routed natively"),
-    "blocks_written" -> SQLMetrics.createMetric(sparkContext, "Arrow IPC blocks written"),
-    "block_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "Arrow IPC block bytes")
-  )
+  private lazy val writerMetrics = EmberShuffleWriterExec.metrics(sparkContext, "rows routed natively")
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
@@ -168,6 +158,25 @@ case class EmberShuffleWriterExec(
   override lazy val metrics: Map[String, SQLMetric] = writerMetrics
   override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleWriterExec =
     copy(child = newChild)
+}
+
+object EmberShuffleWriterExec {
+
+  /**
+   * What the native writer reports (keys as `EmberExec` and the writer's `MetricBuilder` counters name them),
+   * for the exchange that runs it; `rowsLabel` says what its rows are to that exchange.
+   */
+  def metrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sc, "blocks out of the native writer"),
+    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sc, "native elapsed compute"),
+    "spillCount" -> SQLMetrics.createMetric(sc, "native spill count"),
+    "spilledBytes" -> SQLMetrics.createSizeMetric(sc, "native spilled bytes"),
+    "spilledRows" -> SQLMetrics.createMetric(sc, "native spilled rows"),
+    "peakMemory" -> SQLMetrics.createSizeMetric(sc, "native peak reserved memory"),
+    "shuffle_rows" -> SQLMetrics.createMetric(sc, rowsLabel),
+    "blocks_written" -> SQLMetrics.createMetric(sc, "Arrow IPC blocks written"),
+    "block_bytes" -> SQLMetrics.createSizeMetric(sc, "Arrow IPC block bytes")
+  )
 }
 
 /** Arrow IPC blocks in and out of Spark's shuffle. */

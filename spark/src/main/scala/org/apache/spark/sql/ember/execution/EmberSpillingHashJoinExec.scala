@@ -1,5 +1,6 @@
 package org.apache.spark.sql.ember.execution
 
+import org.apache.spark.SparkContext
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrder}
 import org.apache.spark.sql.catalyst.optimizer.BuildSide
 import org.apache.spark.sql.catalyst.plans._
@@ -52,15 +53,8 @@ case class EmberSpillingHashJoinExec(
 
   override def outputOrdering: Seq[SortOrder] = Nil
 
-  /** Keys equal to the names the native `SpillingHashJoinExec` registers (`JoinMetrics`). */
-  override protected def operatorMetrics: Map[String, SQLMetric] = Map(
-    "build_rows" -> SQLMetrics.createMetric(sparkContext, "number of build rows"),
-    "probe_rows" -> SQLMetrics.createMetric(sparkContext, "number of probe rows"),
-    "spilled_buckets" -> SQLMetrics.createMetric(sparkContext, "spilled buckets"),
-    "split_buckets" -> SQLMetrics.createMetric(sparkContext, "re-split buckets"),
-    "chunked_buckets" -> SQLMetrics.createMetric(sparkContext, "buckets joined in chunks"),
-    "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sparkContext, "join peak reserved memory")
-  )
+  override protected def operatorMetrics: Map[String, SQLMetric] =
+    EmberSpillingHashJoinExec.metrics(sparkContext)
 
   override def nodeName: String = if (isSkewJoin) "EmberSpillingHashJoinExec(skew=true)" else super.nodeName
 
@@ -72,4 +66,17 @@ case class EmberSpillingHashJoinExec(
       newLeft: SparkPlan,
       newRight: SparkPlan
   ): EmberSpillingHashJoinExec = copy(left = newLeft, right = newRight)
+}
+
+object EmberSpillingHashJoinExec {
+
+  /** Keys equal to the names the native `SpillingHashJoinExec` registers (`JoinMetrics`). */
+  def metrics(sc: SparkContext): Map[String, SQLMetric] = Map(
+    "build_rows" -> SQLMetrics.createMetric(sc, "number of build rows"),
+    "probe_rows" -> SQLMetrics.createMetric(sc, "number of probe rows"),
+    "spilled_buckets" -> SQLMetrics.createMetric(sc, "spilled buckets"),
+    "split_buckets" -> SQLMetrics.createMetric(sc, "re-split buckets"),
+    "chunked_buckets" -> SQLMetrics.createMetric(sc, "buckets joined in chunks"),
+    "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sc, "join peak reserved memory")
+  )
 }
