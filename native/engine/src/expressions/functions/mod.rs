@@ -1,6 +1,7 @@
 //! Spark's built-in scalar functions behind one expression: [`FunctionExpr`] evaluates its arguments and hands
 //! them to a [`Kernel`] chosen by the planner (`planner/functions.rs`) from Spark's function name. Every kernel
-//! here is Ember's own; each module says why DataFusion's counterpart could not be used as it is.
+//! in `datetime`, `math` and `strings` is Ember's own (each module says why DataFusion's counterpart could
+//! not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function proven equal to Spark's.
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use datafusion_physical_expr::PhysicalExpr;
 pub mod datetime;
 pub mod math;
 pub mod strings;
+pub mod udf;
 
 /// A function's row-wise work over its evaluated arguments (one array per argument, all of the batch's length).
 pub trait Kernel: fmt::Debug + Send + Sync {
