@@ -376,10 +376,11 @@ object EmberConf {
 
   val EXEC_REPLACE_SMJ: Entry[Boolean] = bool(
     "spark.ember.exec.replaceSortMergeJoin.enabled",
-    default = false,
+    default = true,
     "Run a `SortMergeJoinExec` as Ember's spilling hash join (its two sorts are dropped), building on the side " +
       "that statistics say is smaller where the join type allows it. Not where an operator above needs the " +
-      "join's sort order. Off by default until the release benchmark (dev/bench/spilling_hash_join.py) decides."
+      "join's sort order. On by default: on TPC-H SF 1 it lifts Ember's geometric mean from 1.59x to 2.17x " +
+      "vanilla (docs/benchmarks.md), and the hash join spills where a build side does not fit."
   )
 
   val SPILLING_HASH_JOIN_SPILL: Entry[Boolean] = bool(

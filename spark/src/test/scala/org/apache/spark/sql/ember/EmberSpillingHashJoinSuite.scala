@@ -185,7 +185,9 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
   }
 
   test("a join over a join on the same key (no exchange between): three inputs, two native plans") {
-    val r2 = right.select((col("i32") % 40).as("k2"), col("s").as("s2"))
+    // A tenth of the right side: ~3 rows per key keep the second join's output near 100k rows (the full side
+    // made it 1.35M rows per join type, collected twice, for no extra coverage).
+    val r2 = right.where(col("id") % 10 === 0).select((col("i32") % 40).as("k2"), col("s").as("s2"))
     for (jt <- Seq("inner", "left_outer", "left_semi")) {
       val df = checkSparkAnswerAndNative(
         l.join(r.hint("shuffle_hash"), equi).join(r2.hint("shuffle_hash"), col("lk") === col("k2"), jt),
@@ -351,17 +353,21 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
           .exists(_.contains("needs the sort-merge join's output order"))
       )
     }
-    // Off by default.
+    // On by default; off, the merge join stays in Spark.
     withSQLConf(
       "spark.sql.join.preferSortMergeJoin" -> "true",
       "spark.sql.join.forceApplyShuffledHashJoin" -> "false"
     ) {
-      val df = l.join(r, equi)
-      df.collect()
-      assert(joins(df).isEmpty, df.queryExecution.executedPlan)
-      assert(collectWithSubqueries(df.queryExecution.executedPlan) { case s: SortMergeJoinExec =>
-        s
-      }.nonEmpty)
+      val df = checkSparkAnswerAndNative(l.join(r, equi), Nil)
+      assert(joins(df).size == 1, df.queryExecution.executedPlan)
+      withSQLConf(EmberConf.EXEC_REPLACE_SMJ.key -> "false") {
+        val off = l.join(r, equi)
+        off.collect()
+        assert(joins(off).isEmpty, off.queryExecution.executedPlan)
+        assert(collectWithSubqueries(off.queryExecution.executedPlan) { case s: SortMergeJoinExec =>
+          s
+        }.nonEmpty)
+      }
     }
   }
 }

@@ -58,7 +58,7 @@ class EmberTpchSuite extends EmberQueryTest {
   private val allowlist: String =
     """
       |q1 =
-      |q2 = SortMergeJoinExec: spark.ember.exec.replaceSortMergeJoin.enabled is false
+      |q2 =
       |q3 =
       |q4 =
       |q5 =
