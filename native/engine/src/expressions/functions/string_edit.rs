@@ -202,8 +202,11 @@ impl Kernel for Replace {
 #[derive(Debug)]
 pub struct Translate;
 
-fn translate_dict(from: &str, to: &str) -> Vec<(char, Option<char>)> {
-    let mut dict: Vec<(char, Option<char>)> = Vec::new();
+/// `translate`'s code point → replacement (None: deleted), in `from`'s order.
+type TranslateDict = Vec<(char, Option<char>)>;
+
+fn translate_dict(from: &str, to: &str) -> TranslateDict {
+    let mut dict: TranslateDict = Vec::new();
     let mut to = to.chars();
     for c in from.chars() {
         let r = to.next().filter(|r| *r != '\0');
@@ -219,7 +222,7 @@ impl Kernel for Translate {
         let (s, from, to) = (strings(&args[0])?, strings(&args[1])?, strings(&args[2])?);
         let mut out = Out::new(s.len(), s.value_data().len());
         // The dictionary of the previous row, kept while `from` and `to` repeat (they are usually literals).
-        let mut cached: Option<(usize, Vec<(char, Option<char>)>)> = None;
+        let mut cached: Option<(usize, TranslateDict)> = None;
         let mut buf = String::new();
         for i in 0..s.len() {
             let (Some(v), Some(f), Some(t)) = (opt_str(s, i), opt_str(from, i), opt_str(to, i)) else {
@@ -251,12 +254,10 @@ fn index_of(s: &str, v: &str, start: usize) -> i32 {
     if v.is_empty() {
         return 0;
     }
-    let mut c = 0usize;
-    for (b, _) in s.char_indices() {
+    for (c, (b, _)) in s.char_indices().enumerate() {
         if c >= start && s.as_bytes()[b..].starts_with(v.as_bytes()) {
             return c as i32;
         }
-        c += 1;
     }
     -1
 }
