@@ -326,6 +326,26 @@ def function_builders(spark):
         "last_day": lambda a, m, v: E.LastDay(a[0]),
         "abs": lambda a, m, v: E.Abs(a[0], m == spark.modes[1]),
         "trunc": lambda a, m, v: E.TruncDate(a[0], a[1]),
+        # Upper / Lower / InitCap read spark.sql.icu.caseMappings.enabled: its default (true), as Ember requires.
+        "upper": lambda a, m, v: E.Upper(a[0]),
+        "lower": lambda a, m, v: E.Lower(a[0]),
+        "initcap": lambda a, m, v: E.InitCap(a[0]),
+        # StringTrim(a, b) would be (trimStr, srcStr): the table's columns are the children, (srcStr, trimStr).
+        "trim": lambda a, m, v: E.StringTrim(a[0], spark.jvm.scala.Option.apply(a[1])) if len(a) > 1 else E.StringTrim(a[0]),
+        "ltrim": lambda a, m, v: E.StringTrimLeft(a[0], spark.jvm.scala.Option.apply(a[1])) if len(a) > 1 else E.StringTrimLeft(a[0]),
+        "rtrim": lambda a, m, v: E.StringTrimRight(a[0], spark.jvm.scala.Option.apply(a[1])) if len(a) > 1 else E.StringTrimRight(a[0]),
+        "lpad": lambda a, m, v: E.StringLPad(a[0], a[1], a[2]),
+        "rpad": lambda a, m, v: E.StringRPad(a[0], a[1], a[2]),
+        "replace": lambda a, m, v: E.StringReplace(a[0], a[1], a[2]),
+        "translate": lambda a, m, v: E.StringTranslate(a[0], a[1], a[2]),
+        "instr": lambda a, m, v: E.StringInstr(a[0], a[1]),
+        "locate": lambda a, m, v: E.StringLocate(a[0], a[1], a[2]),
+        "concat": lambda a, m, v: E.Concat(spark.seq(*a)),
+        "concat_ws": lambda a, m, v: E.ConcatWs(spark.seq(*a)),
+        "repeat": lambda a, m, v: E.StringRepeat(a[0], a[1]),
+        "levenshtein": lambda a, m, v: E.Levenshtein(a[0], a[1], a[2]) if len(a) > 2 else E.Levenshtein(a[0], a[1]),
+        "soundex": lambda a, m, v: E.SoundEx(a[0]),
+        "substring_index": lambda a, m, v: E.SubstringIndex(a[0], a[1], a[2]),
     }
 
 

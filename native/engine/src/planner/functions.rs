@@ -5,19 +5,25 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Schema};
 use datafusion_common::Result;
+use datafusion_expr::ScalarUDF;
 use ember_proto as pb;
 use pb::expr::Kind;
 
 use super::expr::{create_expr, eval_mode, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
+use crate::expressions::functions::case::{Case, CaseMap, InitCap};
 use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay, TruncDate};
 use crate::expressions::functions::math::{
     Abs, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp, UnaryDouble,
 };
+use crate::expressions::functions::string_edit::{
+    Levenshtein, Locate, Pad, Repeat, Replace, SubstringIndex, Translate, Trim, TrimSide,
+};
 use crate::expressions::functions::strings::{
     Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
 };
+use crate::expressions::functions::udf::UdfKernel;
 use crate::expressions::functions::Kernel;
 use crate::expressions::{FunctionExpr, Mode, QueryContextExpr};
 
@@ -64,6 +70,24 @@ pub const FUNCTIONS: &[&str] = &[
     "last_day",
     "trunc",
     "abs",
+    "upper",
+    "lower",
+    "initcap",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "lpad",
+    "rpad",
+    "replace",
+    "translate",
+    "instr",
+    "locate",
+    "concat",
+    "concat_ws",
+    "repeat",
+    "levenshtein",
+    "soundex",
+    "substring_index",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -211,10 +235,82 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([Date32], Date32) => Arc::new(LastDay),
             _ => return Err(unsupported()),
         },
+        "upper" | "lower" => match sig {
+            ([Utf8], Utf8) => Arc::new(CaseMap(if name == "upper" { Case::Upper } else { Case::Lower })),
+            _ => return Err(unsupported()),
+        },
+        "initcap" => match sig {
+            ([Utf8], Utf8) => Arc::new(InitCap),
+            _ => return Err(unsupported()),
+        },
+        "trim" | "ltrim" | "rtrim" => match sig {
+            ([Utf8] | [Utf8, Utf8], Utf8) => Arc::new(Trim(match name {
+                "trim" => TrimSide::Both,
+                "ltrim" => TrimSide::Left,
+                _ => TrimSide::Right,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "lpad" | "rpad" => match sig {
+            ([Utf8, Int32, Utf8], Utf8) => Arc::new(Pad { left: name == "lpad" }),
+            _ => return Err(unsupported()),
+        },
+        "replace" => match sig {
+            ([Utf8, Utf8, Utf8], Utf8) => Arc::new(Replace),
+            _ => return Err(unsupported()),
+        },
+        "translate" => match sig {
+            ([Utf8, Utf8, Utf8], Utf8) => Arc::new(Translate),
+            _ => return Err(unsupported()),
+        },
+        "instr" => match sig {
+            ([Utf8, Utf8], Int32) => Arc::new(Locate { instr: true }),
+            _ => return Err(unsupported()),
+        },
+        "locate" => match sig {
+            ([Utf8, Utf8, Int32], Int32) => Arc::new(Locate { instr: false }),
+            _ => return Err(unsupported()),
+        },
+        "repeat" => match sig {
+            ([Utf8, Int32], Utf8) => Arc::new(Repeat),
+            _ => return Err(unsupported()),
+        },
+        "substring_index" => match sig {
+            ([Utf8, Utf8, Int32], Utf8) => Arc::new(SubstringIndex),
+            _ => return Err(unsupported()),
+        },
+        "levenshtein" => match sig {
+            ([Utf8, Utf8] | [Utf8, Utf8, Int32], Int32) => Arc::new(Levenshtein),
+            _ => return Err(unsupported()),
+        },
+        "soundex" => match sig {
+            ([Utf8], Utf8) => udf(datafusion_spark::function::string::soundex(), &types, &return_type)?,
+            _ => return Err(unsupported()),
+        },
+        "concat" => match sig {
+            (ts, Utf8) if !ts.is_empty() && ts.iter().all(|t| *t == Utf8) => {
+                udf(datafusion_spark::function::string::concat(), &types, &return_type)?
+            }
+            _ => return Err(unsupported()),
+        },
+        "concat_ws" => match sig {
+            (ts, Utf8) if !ts.is_empty() && ts.iter().all(|t| *t == Utf8) => {
+                udf(datafusion_spark::function::string::concat_ws(), &types, &return_type)?
+            }
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
     Ok(QueryContextExpr::wrap(e, f.query_context, &[]))
+}
+
+/// A DataFusion / `datafusion-spark` UDF the golden table proves equal to Spark's for these argument types.
+fn udf(f: Arc<ScalarUDF>, types: &[DataType], return_type: &DataType) -> Result<Arc<dyn Kernel>> {
+    match UdfKernel::new(Arc::clone(&f), types, return_type) {
+        Some(k) => Ok(Arc::new(k)),
+        None => Err(plan_error(format!("{}({types:?}) does not return {return_type}", f.name()))),
+    }
 }
 
 fn is_int(t: &DataType) -> bool {

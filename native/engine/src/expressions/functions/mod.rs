@@ -1,7 +1,8 @@
 //! Spark's built-in scalar functions behind one expression: [`FunctionExpr`] evaluates its arguments and hands
 //! them to a [`Kernel`] chosen by the planner (`planner/functions.rs`) from Spark's function name. Every kernel
-//! in `datetime`, `math` and `strings` is Ember's own (each module says why DataFusion's counterpart could
-//! not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function proven equal to Spark's.
+//! in `case`, `datetime`, `math`, `string_edit` and `strings` is Ember's own (each module says why DataFusion's
+//! counterpart could not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function proven equal
+//! to Spark's (`soundex`, `concat`, `concat_ws`).
 use std::fmt;
 use std::sync::Arc;
 
@@ -12,8 +13,10 @@ use datafusion_common::Result;
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
 
+pub mod case;
 pub mod datetime;
 pub mod math;
+pub mod string_edit;
 pub mod strings;
 pub mod udf;
 

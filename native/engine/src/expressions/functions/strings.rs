@@ -14,14 +14,14 @@ use datafusion_common::{internal_err, Result};
 use super::Kernel;
 use crate::error::plan_error;
 
-fn strings(a: &ArrayRef) -> Result<&arrow::array::StringArray> {
+pub(super) fn strings(a: &ArrayRef) -> Result<&arrow::array::StringArray> {
     match a.data_type() {
         DataType::Utf8 => Ok(a.as_string::<i32>()),
         t => internal_err!("string function over {t}"),
     }
 }
 
-fn ints(a: &ArrayRef) -> Result<&Int32Array> {
+pub(super) fn ints(a: &ArrayRef) -> Result<&Int32Array> {
     match a.data_type() {
         DataType::Int32 => Ok(a.as_primitive::<Int32Type>()),
         t => internal_err!("int argument of {t}"),

@@ -119,6 +119,75 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  // The data's strings (s0..s49, "", " ", "ä€😀", "NULL", 100 a's) with literals for the case-mapping corners.
+  private val stringFunctions = Seq(
+    "upper(s)",
+    "lower(s)",
+    "initcap(s)",
+    "upper(concat(s, ' straße ǆ ﬁ ΣΑΣ ᾳ'))",
+    "lower(concat('ΑΣ ', s, ' İ ΌΣΟΣ Σ'))",
+    "initcap(concat('hello wORLD ß', s, ' ǆx σΣ ΑΣ İi ა'))",
+    "trim(s)",
+    "ltrim(s)",
+    "rtrim(s)",
+    "trim(BOTH 's' FROM s)",
+    "trim(LEADING 'as' FROM s)",
+    "trim(TRAILING '😀€' FROM s)",
+    "btrim(s, 's1')",
+    "btrim(s)",
+    "lpad(s, 5, 'ab')",
+    "rpad(s, i8, '€')",
+    "lpad(s, 3)",
+    "rpad(s, 7, s)",
+    "replace(s, '1', 'xy')",
+    "replace(s, 's')",
+    "replace(s, '', 'z')",
+    "translate(s, 's1ä', 'Xy')",
+    "instr(s, '1')",
+    "locate('1', s)",
+    "locate('a', s, i8)",
+    "position('€' IN s)",
+    "concat(s, '-', s)",
+    "s || 'x'",
+    "concat_ws('|', s, 'x', s)",
+    "concat_ws(s, 'a', 'b')",
+    "repeat(s, 3)",
+    "repeat(s, i8 % 4)",
+    "levenshtein(s, 's10')",
+    "levenshtein(s, 'ab', 3)",
+    "soundex(s)",
+    "soundex(concat('Rob', s))",
+    "substring_index(s, '1', 1)",
+    "substring_index(s, 's', -1)",
+    "substring_index(s, 'a', i8)"
+  )
+
+  test("string functions, ANSI on and off") {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: stringFunctions.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where(
+          "upper(s) LIKE 'S1%' AND trim(s) <> '' AND locate('1', s) > 0 AND length(lpad(s, 4, '0')) = 4"
+        ),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("upper with the JVM's case mappings (ICU off) falls back") {
+    withSQLConf("spark.sql.icu.caseMappings.enabled" -> "false") {
+      val query = () => data.selectExpr("upper(s) AS u")
+      val sparkRows = withEmber(enabled = false)(query().collect().toSeq)
+      withEmber(enabled = true) {
+        assert(query().collect().toSeq == sparkRows)
+        assert(nativeNodes(query()).isEmpty)
+      }
+    }
+  }
+
   test("pmod by zero: REMAINDER_BY_ZERO under ANSI, NULL otherwise") {
     withSQLConf("spark.sql.ansi.enabled" -> "true") {
       checkSparkErrorAndNative(data.selectExpr("pmod(i64, 0L) AS r"), Seq(cls[EmberProjectExec]))
@@ -144,7 +213,16 @@ class EmberFunctionsSuite extends EmberQueryTest {
 
   test("empty input") {
     checkSparkAnswerAndNative(
-      data.where("id < 0").selectExpr("substring(s, 2, 3)", "s LIKE '_%'", "year(dt)", "pmod(i32, 3)"),
+      data
+        .where("id < 0")
+        .selectExpr(
+          "substring(s, 2, 3)",
+          "s LIKE '_%'",
+          "year(dt)",
+          "pmod(i32, 3)",
+          "upper(s)",
+          "concat_ws(',', s)"
+        ),
       Seq(cls[EmberProjectExec])
     )
   }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.ember.proto
 
@@ -63,6 +64,34 @@ object FunctionSerde {
     case _ => Right(e.children)
   }
 
+  /** Every argument a UTF8_BINARY string (`concat`, `concat_ws`: not their binary / array forms). */
+  private def allStrings(e: Expression): Either[String, Seq[Expression]] =
+    if (e.children.nonEmpty && binaryString(e.dataType)) strings(e.children.size)(e)
+    else Left(s"${e.prettyName} of ${e.dataType.simpleString}")
+
+  /** Default JVM locales whose ICU case rules differ from the root locale's, which the engine implements. */
+  private val caseLocales = Set("tr", "az", "lt", "el", "hy", "nl")
+
+  /**
+   * `upper` / `lower` / `initcap` follow ICU's case mappings (`spark.sql.icu.caseMappings.enabled`, default
+   * true) in the JVM's default locale: natively only with ICU and a locale without its own case rules.
+   */
+  private def caseMapping(e: Expression): Either[String, Seq[Expression]] = {
+    val language = java.util.Locale.getDefault.getLanguage
+    if (!SQLConf.get.getConf(SQLConf.ICU_CASE_MAPPINGS_ENABLED)) {
+      Left(s"${e.prettyName} with spark.sql.icu.caseMappings.enabled=false (the JVM's case mappings)")
+    } else if (caseLocales.contains(language)) {
+      Left(s"${e.prettyName} in the default locale '$language' (ICU case rules of its own)")
+    } else strings(1)(e)
+  }
+
+  /** A threshold only as a non-null literal: Spark reads a NULL one as 0 interpreted and as -1 compiled. */
+  private def levenshtein(e: Expression): Either[String, Seq[Expression]] = e match {
+    case Levenshtein(_, _, None) => strings(2)(e)
+    case Levenshtein(_, _, Some(Literal(v, IntegerType))) if v != null => strings(2)(e)
+    case _ => Left("levenshtein with a threshold other than a non-null literal")
+  }
+
   private val stringTypes = "string (UTF8_BINARY)"
   private val ints = "tinyint/smallint/int/bigint"
 
@@ -119,8 +148,47 @@ object FunctionSerde {
       "tinyint/smallint/int/bigint/float/double",
       all,
       e => if (e.asInstanceOf[Abs].failOnError) EvalMode.ANSI else EvalMode.LEGACY
-    )
+    ),
+    classOf[Upper] -> Fn("upper", s"$stringTypes, ICU case mappings, root-like default locale", caseMapping),
+    classOf[Lower] -> Fn("lower", s"$stringTypes, ICU case mappings, root-like default locale", caseMapping),
+    classOf[InitCap] -> Fn(
+      "initcap",
+      s"$stringTypes, ICU case mappings, root-like default locale",
+      caseMapping
+    ),
+    classOf[StringTrim] -> Fn(
+      "trim",
+      s"$stringTypes, optional trim string",
+      e => strings(e.children.size)(e)
+    ),
+    classOf[StringTrimLeft] -> Fn(
+      "ltrim",
+      s"$stringTypes, optional trim string",
+      e => strings(e.children.size)(e)
+    ),
+    classOf[StringTrimRight] -> Fn(
+      "rtrim",
+      s"$stringTypes, optional trim string",
+      e => strings(e.children.size)(e)
+    ),
+    classOf[StringLPad] -> Fn("lpad", s"$stringTypes, int, string", e => strings(1)(e).flatMap(_ => pad(e))),
+    classOf[StringRPad] -> Fn("rpad", s"$stringTypes, int, string", e => strings(1)(e).flatMap(_ => pad(e))),
+    classOf[StringReplace] -> Fn("replace", stringTypes, strings(3)),
+    classOf[StringTranslate] -> Fn("translate", stringTypes, strings(3)),
+    classOf[StringInstr] -> Fn("instr", stringTypes, strings(2)),
+    classOf[StringLocate] -> Fn("locate", s"$stringTypes, int", strings(2)),
+    classOf[Concat] -> Fn("concat", stringTypes, allStrings),
+    classOf[ConcatWs] -> Fn("concat_ws", s"$stringTypes (not arrays)", allStrings),
+    classOf[StringRepeat] -> Fn("repeat", s"$stringTypes, int", strings(1)),
+    classOf[Levenshtein] -> Fn("levenshtein", s"$stringTypes, optional literal int threshold", levenshtein),
+    classOf[SoundEx] -> Fn("soundex", stringTypes, strings(1)),
+    classOf[SubstringIndex] -> Fn("substring_index", s"$stringTypes, string, int", strings(2))
   )
+
+  /** The pad string too must be UTF8_BINARY (lpad / rpad of binary are other expressions). */
+  private def pad(e: Expression): Either[String, Seq[Expression]] =
+    if (binaryString(e.children(2).dataType)) Right(e.children)
+    else Left(s"${e.prettyName} with a ${e.children(2).dataType.simpleString} pad")
 
   /** Class names of the expressions this registry converts. */
   def nativeClasses: Map[String, Fn] = registry.map { case (c, f) => c.getName -> f }
@@ -167,11 +235,18 @@ object ExpressionsDoc {
 
   private val Builder = "ExpressionBuilder"
 
+  /** Builders whose built expression is not named after them (`lpad` of strings builds a StringLPad). */
+  val builders: Map[String, String] =
+    Map("LPadExpressionBuilder" -> "StringLPad", "RPadExpressionBuilder" -> "StringRPad")
+
   private def status(className: String): (String, String) = {
     val cls = scala.util.Try(Class.forName(className)).toOption
     def is[T](implicit t: scala.reflect.ClassTag[T]) = cls.exists(t.runtimeClass.isAssignableFrom)
     // `startswith` is registered as StartsWithExpressionBuilder, which builds a StartsWith: the built class decides.
-    val built = if (className.endsWith(Builder)) className.stripSuffix(Builder) else className
+    val simple = className.split('.').last
+    val built = builders.get(simple).map(c => className.stripSuffix(simple) + c).getOrElse {
+      if (className.endsWith(Builder)) className.stripSuffix(Builder) else className
+    }
     FunctionSerde.nativeClasses.get(built) match {
       case Some(fn) => ("native", fn.types)
       case None if ExprSerde.coreClasses.contains(className) =>
