@@ -15,6 +15,7 @@ use datafusion_physical_expr::PhysicalExpr;
 pub mod datetime;
 pub mod math;
 pub mod strings;
+pub mod timestamp;
 pub mod udf;
 
 /// A function's row-wise work over its evaluated arguments (one array per argument, all of the batch's length).
