@@ -1,6 +1,6 @@
 //! Spark's built-in scalar functions behind one expression: [`FunctionExpr`] evaluates its arguments and hands
 //! them to a [`Kernel`] chosen by the planner (`planner/functions.rs`) from Spark's function name. Every kernel
-//! in `datetime`, `math` and `strings` is Ember's own (each module says why DataFusion's counterpart could
+//! in `datetime`, `timestamp`, `math` and `strings` is Ember's own (each module says why DataFusion's counterpart could
 //! not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function proven equal to Spark's.
 use std::fmt;
 use std::sync::Arc;
