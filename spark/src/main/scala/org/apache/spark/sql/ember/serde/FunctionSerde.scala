@@ -145,7 +145,11 @@ object FunctionSerde {
     classOf[UnixSeconds] -> Fn("unix_seconds", "timestamp", all),
     classOf[UnixMillis] -> Fn("unix_millis", "timestamp", all),
     classOf[UnixMicros] -> Fn("unix_micros", "timestamp", all),
-    classOf[UnixTimestamp] -> Fn("unix_timestamp", "timestamp, timestamp_ntz, date (not strings)", unixTimestamp),
+    classOf[UnixTimestamp] -> Fn(
+      "unix_timestamp",
+      "timestamp, timestamp_ntz, date (not strings)",
+      unixTimestamp
+    ),
     classOf[ToUnixTimestamp] -> Fn(
       "to_unix_timestamp",
       "timestamp, timestamp_ntz, date (not strings)",
@@ -156,7 +160,12 @@ object FunctionSerde {
     classOf[MicrosToTimestamp] -> Fn("timestamp_micros", ints, all),
     classOf[AddMonths] -> Fn("add_months", "date, int", all),
     classOf[MonthsBetween] -> Fn("months_between", "timestamp, timestamp, boolean (session time zone)", all),
-    classOf[NextDay] -> Fn("next_day", "date, string (under ANSI a valid literal day name)", all, failOnError),
+    classOf[NextDay] -> Fn(
+      "next_day",
+      "date, string (under ANSI a valid literal day name)",
+      all,
+      failOnError
+    ),
     classOf[MakeDate] -> Fn("make_date", "int, int, int", all, failOnError)
   )
 
