@@ -143,7 +143,7 @@ class EmberFunctionsSuite extends EmberQueryTest {
   }
 
   // Timestamps around DST transitions: LA's gap (2024-03-10 10:00Z) and overlap (2024-11-03 09:00Z), Berlin's
-  // gap (2024-03-31 01:00Z), Lord Howe's 30-minute gap (2024-10-05 15:30Z): rows 97 s apart, from a day before.
+  // gap (2024-03-31 01:00Z), Lord Howe's 30-minute gap (2024-10-05 15:30Z): rows 97 s apart.
   private val dstWindows =
     Seq(1710064800L, 1730624400L, 1711846800L, 1728142200L).map(t =>
       s"timestamp_seconds(${t - 86400}L + id * 97)"
