@@ -22,9 +22,11 @@ status is 1 if there are any.
   in Rust escapes. A BINARY result keeps its recorded text (Java's byte[] identity, different in every JVM).
 - functions: native/engine/tests/data/functions_spark.tsv, the built-in functions Ember evaluates natively
   (planner/functions.rs). Columns: function, argument types (comma-separated), one column per argument, then
-  the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, doubles as Java prints them,
-  strings in Rust escapes), `\\N` for NULL; an error is `ERR <condition> <parameters>`. Lines with `-` for
-  both results list inputs only: running the script fills them in.
+  the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, timestamps (`ts`) in
+  microseconds, doubles as Java prints them, strings in Rust escapes), `\\N` for NULL; an error is
+  `ERR <condition> <parameters>`, a Java exception without one `EXC <class>`. The types column may end in
+  `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC). Lines with `-`
+  for both results list inputs only: running the script fills them in.
 - jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
   patterns; needs JDK 19 or later (the shortest-repr algorithm), and is skipped on older JVMs.
 """
@@ -285,6 +287,9 @@ def regenerate_cast(spark):
 def function_builders(spark):
     """Spark function name (as in planner/functions.rs) → (arguments, mode) → the Catalyst expression."""
     E = spark.E
+    none = spark.jvm.scala.Option.empty()
+    fmt = spark.E.Literal(spark.jvm.org.apache.spark.unsafe.types.UTF8String.fromString("yyyy-MM-dd HH:mm:ss"),
+                          spark.type("string"))
     return {
         # The pattern is a literal, as Ember requires; the escape character is the third argument's text.
         "like": lambda a, m, v: E.Like(a[0], spark.E.Literal(v[1], spark.type("string")), v[2].toString()[0]),
@@ -346,6 +351,26 @@ def function_builders(spark):
         "levenshtein": lambda a, m, v: E.Levenshtein(a[0], a[1], a[2]) if len(a) > 2 else E.Levenshtein(a[0], a[1]),
         "soundex": lambda a, m, v: E.SoundEx(a[0]),
         "substring_index": lambda a, m, v: E.SubstringIndex(a[0], a[1], a[2]),
+        # Time-zone-aware expressions get the line's zone afterwards (function_lines: withTimeZone).
+        "hour": lambda a, m, v: E.Hour(a[0], none),
+        "minute": lambda a, m, v: E.Minute(a[0], none),
+        "second": lambda a, m, v: E.Second(a[0], none),
+        "date_trunc": lambda a, m, v: E.TruncTimestamp(a[0], a[1], none),
+        # The zone is a literal, as Ember requires.
+        "from_utc_timestamp": lambda a, m, v: E.FromUTCTimestamp(a[0], spark.E.Literal(v[1], spark.type("string"))),
+        "to_utc_timestamp": lambda a, m, v: E.ToUTCTimestamp(a[0], spark.E.Literal(v[1], spark.type("string"))),
+        "unix_seconds": lambda a, m, v: E.UnixSeconds(a[0]),
+        "unix_millis": lambda a, m, v: E.UnixMillis(a[0]),
+        "unix_micros": lambda a, m, v: E.UnixMicros(a[0]),
+        "unix_timestamp": lambda a, m, v: E.UnixTimestamp(a[0], fmt, none, m == spark.modes[1]),
+        "to_unix_timestamp": lambda a, m, v: E.ToUnixTimestamp(a[0], fmt, none, m == spark.modes[1]),
+        "timestamp_seconds": lambda a, m, v: E.SecondsToTimestamp(a[0]),
+        "timestamp_millis": lambda a, m, v: E.MillisToTimestamp(a[0]),
+        "timestamp_micros": lambda a, m, v: E.MicrosToTimestamp(a[0]),
+        "add_months": lambda a, m, v: E.AddMonths(a[0], a[1]),
+        "months_between": lambda a, m, v: E.MonthsBetween(a[0], a[1], a[2], none),
+        "next_day": lambda a, m, v: E.NextDay(a[0], a[1], m == spark.modes[1]),
+        "make_date": lambda a, m, v: E.MakeDate(a[0], a[1], a[2], m == spark.modes[1]),
     }
 
 
@@ -371,9 +396,12 @@ def function_row(spark, types, texts):
         elif ty in ("int", "date"):
             v = int(text)
             row.setInt(i, v)
-        elif ty == "bigint":
+        elif ty in ("bigint", "ts"):
             v = int(text)
             row.setLong(i, v)
+        elif ty == "boolean":
+            v = text == "true"
+            row.setBoolean(i, v)
         elif ty == "double":
             v = jvm.java.lang.Double.parseDouble(text)
             row.setDouble(i, v)
@@ -415,7 +443,11 @@ def function_lines(spark, lines):
     out = []
     for line in lines:
         f = line.split("\t")
-        name, types = f[0], f[1].split(",")
+        name, zone = f[0], "UTC"
+        types_text = f[1]
+        if "@" in types_text:
+            types_text, zone = types_text.split("@", 1)
+        types = types_text.split(",")
         texts = f[2:2 + len(types)]
         if len(f) != 4 + len(types):
             raise SystemExit(f"functions: {len(types)} arguments and two results expected: {line}")
@@ -427,6 +459,10 @@ def function_lines(spark, lines):
         for mode in spark.modes[:2]:
             try:
                 expr = builders[name](refs, mode, values)
+                try:
+                    expr = expr.withTimeZone(zone)
+                except Exception:  # noqa: BLE001 -- not a TimeZoneAwareExpression
+                    pass
             except Exception as e:  # noqa: BLE001 -- a constructor Spark rejects: no such case in the table
                 raise SystemExit(f"functions: cannot build {line}: {e}")
             results.append(function_outcome(spark, expr, row))

@@ -54,7 +54,7 @@ pub struct SparkError {
 /// attaches where an expression it built itself fails.
 pub const EMPTY_QUERY_CONTEXT: i32 = -1;
 
-const ANSI_CONFIG: &str = "\"spark.sql.ansi.enabled\"";
+pub const ANSI_CONFIG: &str = "\"spark.sql.ansi.enabled\"";
 
 impl SparkError {
     pub fn new(kind: SparkExceptionKind, error_class: &str, params: &[(&str, String)]) -> Self {

@@ -13,6 +13,7 @@ pub mod normalize;
 pub mod query_context;
 pub mod sum_avg;
 pub mod unscaled;
+pub mod zone;
 
 #[cfg(test)]
 pub(crate) mod test_util;

@@ -23,8 +23,13 @@ use crate::expressions::functions::string_edit::{
 use crate::expressions::functions::strings::{
     Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
 };
+use crate::expressions::functions::timestamp::{
+    day_of_week_from_string, AddMonths, ConvertTz, ExtractTime, IntegralToTimestamp, MakeDate, MonthsBetween, NextDay,
+    TimeField, ToUnixTimestamp, TruncTimestamp, UnixTime,
+};
 use crate::expressions::functions::udf::UdfKernel;
 use crate::expressions::functions::Kernel;
+use crate::expressions::zone::SessionZone;
 use crate::expressions::{FunctionExpr, Mode, QueryContextExpr};
 
 /// Every function name the registry knows (Spark's names; aliases Spark resolves to the same expression
@@ -88,6 +93,24 @@ pub const FUNCTIONS: &[&str] = &[
     "levenshtein",
     "soundex",
     "substring_index",
+    "hour",
+    "minute",
+    "second",
+    "date_trunc",
+    "from_utc_timestamp",
+    "to_utc_timestamp",
+    "unix_seconds",
+    "unix_millis",
+    "unix_micros",
+    "unix_timestamp",
+    "to_unix_timestamp",
+    "timestamp_seconds",
+    "timestamp_millis",
+    "timestamp_micros",
+    "add_months",
+    "months_between",
+    "next_day",
+    "make_date",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -299,6 +322,90 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             }
             _ => return Err(unsupported()),
         },
+        "hour" | "minute" | "second" => match sig {
+            ([Timestamp(_, Some(_))], Int32) => Arc::new(ExtractTime {
+                field: match name {
+                    "hour" => TimeField::Hour,
+                    "minute" => TimeField::Minute,
+                    _ => TimeField::Second,
+                },
+                zone: session_zone(f)?,
+            }),
+            _ => return Err(unsupported()),
+        },
+        "date_trunc" => match sig {
+            ([Utf8, Timestamp(_, Some(_))], Timestamp(_, Some(_))) => {
+                Arc::new(TruncTimestamp { zone: session_zone(f)? })
+            }
+            _ => return Err(unsupported()),
+        },
+        "from_utc_timestamp" | "to_utc_timestamp" => match sig {
+            ([Timestamp(_, Some(_)), Utf8], Timestamp(_, Some(_))) => {
+                let zone = match string_literal(f, 1)? {
+                    None => return Err(plan_error(format!("{name} with a non-literal time zone"))),
+                    Some(None) => None,
+                    Some(Some(z)) => Some(
+                        SessionZone::parse(&z)
+                            .ok_or_else(|| plan_error(format!("{name}: time zone '{z}' is not known natively")))?,
+                    ),
+                };
+                Arc::new(ConvertTz { zone, to_utc: name == "to_utc_timestamp" })
+            }
+            _ => return Err(unsupported()),
+        },
+        "unix_seconds" | "unix_millis" | "unix_micros" => match sig {
+            ([Timestamp(_, Some(_))], Int64) => Arc::new(UnixTime(match name {
+                "unix_seconds" => 1_000_000,
+                "unix_millis" => 1_000,
+                _ => 1,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "unix_timestamp" | "to_unix_timestamp" => match sig {
+            ([Timestamp(_, _)], Int64) => Arc::new(ToUnixTimestamp { zone: SessionZone::Fixed(0) }),
+            ([Date32], Int64) => Arc::new(ToUnixTimestamp { zone: session_zone(f)? }),
+            _ => return Err(unsupported()),
+        },
+        "timestamp_seconds" | "timestamp_millis" | "timestamp_micros" => match sig {
+            ([t], Timestamp(_, tz @ Some(_))) if is_int(t) => Arc::new(IntegralToTimestamp {
+                micros_per_unit: match name {
+                    "timestamp_seconds" => 1_000_000,
+                    "timestamp_millis" => 1_000,
+                    _ => 1,
+                },
+                tz: tz.clone(),
+            }),
+            _ => return Err(unsupported()),
+        },
+        "add_months" => match sig {
+            ([Date32, Int32], Date32) => Arc::new(AddMonths),
+            _ => return Err(unsupported()),
+        },
+        "months_between" => match sig {
+            ([Timestamp(_, Some(_)), Timestamp(_, Some(_)), Boolean], Float64) => {
+                Arc::new(MonthsBetween { zone: session_zone(f)? })
+            }
+            _ => return Err(unsupported()),
+        },
+        "next_day" => match sig {
+            ([Date32, Utf8], Date32) => {
+                if mode != Mode::Legacy {
+                    // Spark raises SparkIllegalArgumentException for an unknown day name: only a valid literal
+                    // (no row can fail) runs natively.
+                    match string_literal(f, 1)? {
+                        Some(Some(d)) if day_of_week_from_string(&d).is_some() => {}
+                        Some(None) => {}
+                        _ => return Err(plan_error("next_day under ANSI needs a valid literal day of week")),
+                    }
+                }
+                Arc::new(NextDay)
+            }
+            _ => return Err(unsupported()),
+        },
+        "make_date" => match sig {
+            ([Int32, Int32, Int32], Date32) => Arc::new(MakeDate { ansi: mode == Mode::Ansi }),
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
@@ -310,6 +417,23 @@ fn udf(f: Arc<ScalarUDF>, types: &[DataType], return_type: &DataType) -> Result<
     match UdfKernel::new(Arc::clone(&f), types, return_type) {
         Some(k) => Ok(Arc::new(k)),
         None => Err(plan_error(format!("{}({types:?}) does not return {return_type}", f.name()))),
+    }
+}
+
+/// The function's session time zone (`ScalarFunction.timezone`), or the plan error naming it.
+fn session_zone(f: &pb::ScalarFunction) -> Result<SessionZone> {
+    SessionZone::parse(&f.timezone)
+        .ok_or_else(|| plan_error(format!("{}: time zone '{}' is not known natively", f.name, f.timezone)))
+}
+
+/// Argument `i` when it is a string literal (`Some(None)` for NULL); `None` when it is not a literal.
+fn string_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<Option<String>>> {
+    match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            datafusion_common::ScalarValue::Utf8(v) => Ok(Some(v)),
+            _ => Ok(None),
+        },
+        _ => Ok(None),
     }
 }
 

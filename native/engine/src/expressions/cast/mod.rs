@@ -12,8 +12,9 @@
 //!   timestamp.
 //!
 //! Where a TIMESTAMP meets local time (date, timestamp_ntz, text, and ANSI timestamp → tinyint/smallint/int whose
-//! error prints the value) the session zone must be UTC or a fixed offset (`time::parse_zone`); region
-//! zones need rules that are not available natively and are refused. String → timestamp / timestamp_ntz (zone
+//! error prints the value) the session zone is UTC, a fixed offset or a region zone of the tz database
+//! (`zone::SessionZone`, with `java.time`'s gap and overlap rules); an unknown zone name is refused. String →
+//! timestamp / timestamp_ntz (zone
 //! names inside the text, time-only strings that take today's date) and binary → string (bytes that are not
 //! UTF-8) are refused too.
 //!
@@ -48,6 +49,9 @@ use datafusion_physical_expr::PhysicalExpr;
 use crate::error::{plan_error, SparkError, SparkExceptionKind};
 
 pub use text::{java_double_to_string, java_float_to_string};
+pub use time::{civil_from_days, days_from_civil, parse_zone as parse_fixed_zone, write_timestamp, MICROS_PER_DAY};
+
+use super::zone::SessionZone;
 
 /// Casts from FLOAT/DOUBLE to STRING or DECIMAL reproduce `Double.toString` of JDK 19 and later.
 pub const FLOAT_TEXT_MIN_JDK: u32 = 19;
@@ -121,10 +125,8 @@ pub fn supported(from: &DataType, to: &DataType, mode: Mode, timezone: &str) -> 
     if !ok {
         return Err(format!("cast from {from} to {to} is not implemented natively"));
     }
-    if needs_zone && time::parse_zone(timezone).is_none() {
-        return Err(format!(
-            "cast from {from} to {to} in time zone '{timezone}': only UTC and fixed offsets are supported natively"
-        ));
+    if needs_zone && SessionZone::parse(timezone).is_none() {
+        return Err(format!("cast from {from} to {to} in time zone '{timezone}': the zone is not known natively"));
     }
     Ok(())
 }
@@ -138,8 +140,12 @@ pub fn create(
 ) -> Result<Arc<dyn PhysicalExpr>> {
     let from = child.data_type(schema)?;
     supported(&from, &to, mode, timezone).map_err(plan_error)?;
-    let offset_us = if is_ts(&from) || is_ts(&to) { time::parse_zone(timezone).unwrap_or(0) } else { 0 };
-    Ok(Arc::new(SparkCastExpr { child, from, to, mode, timezone: timezone.to_string(), offset_us }))
+    let zone = if is_ts(&from) || is_ts(&to) {
+        SessionZone::parse(timezone).unwrap_or(SessionZone::Fixed(0))
+    } else {
+        SessionZone::Fixed(0)
+    };
+    Ok(Arc::new(SparkCastExpr { child, from, to, mode, timezone: timezone.to_string(), zone }))
 }
 
 /// CAST as Spark evaluates it. Build with [`create`].
@@ -150,8 +156,8 @@ pub struct SparkCastExpr {
     to: DataType,
     mode: Mode,
     timezone: String,
-    /// The session zone's fixed offset in microseconds (0 when no TIMESTAMP is involved).
-    offset_us: i64,
+    /// The session zone (UTC when no TIMESTAMP is involved).
+    zone: SessionZone,
 }
 
 impl PartialEq for SparkCastExpr {
@@ -216,7 +222,7 @@ impl PhysicalExpr for SparkCastExpr {
             to: self.to.clone(),
             mode: self.mode,
             timezone: self.timezone.clone(),
-            offset_us: self.offset_us,
+            zone: self.zone,
         }))
     }
 
@@ -383,7 +389,7 @@ impl SparkCastExpr {
             to: self.to.clone(),
             mode: self.mode,
             timezone: String::new(),
-            offset_us: 0,
+            zone: SessionZone::Fixed(0),
         };
         saved.cast_integral(&ints)
     }
@@ -653,12 +659,14 @@ impl SparkCastExpr {
         match to {
             DataType::Utf8 => map_to_string(a, |d, buf| time::write_date(d as i64, buf)),
             DataType::Timestamp(_, tz) => {
-                let off = if tz.is_some() { self.offset_us } else { 0 };
+                let zone = if tz.is_some() { self.zone } else { SessionZone::Fixed(0) };
                 // Spark's Math.multiplyExact throws a plain ArithmeticException (not an error class) unless TRY.
-                try_map::<_, TimestampMicrosecondType, _>(a, to, |d| match time::date_to_micros(d, off) {
-                    Some(us) => Ok(Some(us)),
-                    None if self.mode == Mode::Try => Ok(None),
-                    None => Err(long_overflow()),
+                try_map::<_, TimestampMicrosecondType, _>(a, to, |d| {
+                    match zone.start_of_day(d as i64).checked_mul(1_000_000) {
+                        Some(us) => Ok(Some(us)),
+                        None if self.mode == Mode::Try => Ok(None),
+                        None => Err(long_overflow()),
+                    }
                 })
             }
             other => Err(plan_error(format!("cast from DATE to {other} is not implemented natively"))),
@@ -676,7 +684,7 @@ impl SparkCastExpr {
             Some(v) => Ok(Some(v)),
             None => self.overflow(|| {
                 let mut t = String::from("TIMESTAMP '");
-                time::write_timestamp(us, self.offset_us, &mut t);
+                time::write_timestamp(us, self.zone.offset_us_at(us), &mut t);
                 t.push('\'');
                 t
             }),
@@ -685,10 +693,12 @@ impl SparkCastExpr {
 
     fn cast_timestamp(&self, a: &PrimitiveArray<TimestampMicrosecondType>) -> Result<ArrayRef> {
         let to = &self.to;
-        let from_off = if is_ts(&self.from) { self.offset_us } else { 0 };
+        let zone = if is_ts(&self.from) { self.zone } else { SessionZone::Fixed(0) };
         match to {
-            DataType::Utf8 => map_to_string(a, |us, buf| time::write_timestamp(us, from_off, buf)),
-            DataType::Date32 => try_map::<_, Date32Type, _>(a, to, |us| Ok(Some(time::micros_to_date(us, from_off)))),
+            DataType::Utf8 => map_to_string(a, |us, buf| time::write_timestamp(us, zone.offset_us_at(us), buf)),
+            DataType::Date32 => {
+                try_map::<_, Date32Type, _>(a, to, |us| Ok(Some(time::micros_to_date(us, zone.offset_us_at(us)))))
+            }
             DataType::Boolean => Ok(Arc::new(a.iter().map(|v| v.map(|x| x != 0)).collect::<BooleanArray>())),
             DataType::Int64 => try_map::<_, Int64Type, _>(a, to, |us| Ok(Some(us.div_euclid(1_000_000)))),
             DataType::Int32 => self.timestamp_seconds::<Int32Type>(a, |x| i32::try_from(x).ok()),
@@ -704,18 +714,22 @@ impl SparkCastExpr {
                 })
             }
             DataType::Timestamp(_, tz) => {
-                // TIMESTAMP → TIMESTAMP_NTZ: local wall clock (micros + offset); the reverse subtracts it.
-                let delta = if is_ts(&self.from) && tz.is_none() {
-                    self.offset_us
-                } else if !is_ts(&self.from) && tz.is_some() {
-                    -self.offset_us
-                } else {
-                    0
-                };
-                try_map::<_, TimestampMicrosecondType, _>(a, to, |us| match us.checked_add(delta) {
-                    Some(r) => Ok(Some(r)),
-                    None if self.mode == Mode::Try => Ok(None),
-                    None => Err(long_overflow()),
+                // TIMESTAMP → TIMESTAMP_NTZ: the local wall clock; the reverse is `ZonedDateTime.ofLocal`.
+                let (to_local, to_utc) = (is_ts(&self.from) && tz.is_none(), !is_ts(&self.from) && tz.is_some());
+                let zone = self.zone;
+                try_map::<_, TimestampMicrosecondType, _>(a, to, |us| {
+                    let r = if to_local {
+                        zone.local_us(us)
+                    } else if to_utc {
+                        zone.local_us_to_utc(us as i128, None)
+                    } else {
+                        us as i128
+                    };
+                    match i64::try_from(r).ok() {
+                        Some(r) => Ok(Some(r)),
+                        None if self.mode == Mode::Try => Ok(None),
+                        None => Err(long_overflow()),
+                    }
                 })
             }
             other => Err(plan_error(format!("cast from {} to {other} is not implemented natively", self.from))),

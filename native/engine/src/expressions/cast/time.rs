@@ -206,12 +206,6 @@ pub fn write_timestamp(micros: i64, offset_us: i64, buf: &mut String) {
     }
 }
 
-/// Start of the day in the zone, as `Math.multiplyExact` would compute it; `None` on long overflow.
-pub fn date_to_micros(days: i32, offset_us: i64) -> Option<i64> {
-    let secs = days as i64 * 86_400 - offset_us / 1_000_000;
-    secs.checked_mul(1_000_000)
-}
-
 /// The date of the local time `micros + offset`.
 pub fn micros_to_date(micros: i64, offset_us: i64) -> i32 {
     ((micros as i128 + offset_us as i128).div_euclid(MICROS_PER_DAY as i128)) as i32

@@ -157,7 +157,7 @@ impl Kernel for LastDay {
 pub struct TruncDate;
 
 #[derive(Debug, Clone, Copy)]
-enum TruncLevel {
+pub(crate) enum TruncLevel {
     Week,
     Month,
     Quarter,
@@ -174,7 +174,7 @@ fn trunc_level(format: &str) -> Option<TruncLevel> {
     }
 }
 
-fn trunc_date(days: i32, level: TruncLevel) -> Result<i32> {
+pub(crate) fn trunc_date(days: i32, level: TruncLevel) -> Result<i32> {
     Ok(match level {
         TruncLevel::Week => {
             // getNextDateForDayOfWeek(days - 7, MONDAY = 4), in Java int arithmetic.

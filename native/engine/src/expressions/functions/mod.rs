@@ -1,8 +1,8 @@
 //! Spark's built-in scalar functions behind one expression: [`FunctionExpr`] evaluates its arguments and hands
 //! them to a [`Kernel`] chosen by the planner (`planner/functions.rs`) from Spark's function name. Every kernel
-//! in `case`, `datetime`, `math`, `string_edit` and `strings` is Ember's own (each module says why DataFusion's
-//! counterpart could not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function proven equal
-//! to Spark's (`soundex`, `concat`, `concat_ws`).
+//! in `case`, `datetime`, `math`, `string_edit`, `strings` and `timestamp` is Ember's own (each module says why
+//! DataFusion's counterpart could not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function
+//! proven equal to Spark's (`soundex`, `concat`, `concat_ws`).
 use std::fmt;
 use std::sync::Arc;
 
@@ -18,6 +18,7 @@ pub mod datetime;
 pub mod math;
 pub mod string_edit;
 pub mod strings;
+pub mod timestamp;
 pub mod udf;
 
 /// A function's row-wise work over its evaluated arguments (one array per argument, all of the batch's length).

@@ -211,6 +211,88 @@ class EmberFunctionsSuite extends EmberQueryTest {
     withEmber(enabled = true)(assert(nativeNodes(query()).isEmpty))
   }
 
+  // Timestamps around DST transitions: LA's gap (2024-03-10 10:00Z) and overlap (2024-11-03 09:00Z), Berlin's
+  // gap (2024-03-31 01:00Z), Lord Howe's 30-minute gap (2024-10-05 15:30Z): rows 97 s apart.
+  private val dstWindows =
+    Seq(1710064800L, 1730624400L, 1711846800L, 1728142200L).map(t =>
+      s"timestamp_seconds(${t - 86400}L + id * 97)"
+    )
+
+  private val zoned = Seq(
+    "hour(ts)",
+    "minute(ts)",
+    "second(ts)",
+    "year(ts)",
+    "month(ts)",
+    "dayofweek(ts)",
+    "weekofyear(ts)",
+    "to_date(ts)",
+    "CAST(ts AS STRING)",
+    "CAST(dt AS TIMESTAMP)",
+    "CAST(ts AS TIMESTAMP_NTZ)",
+    "CAST(ntz AS TIMESTAMP)",
+    "date_trunc('MINUTE', ts)",
+    "date_trunc('HOUR', ts)",
+    "date_trunc('DD', ts)",
+    "date_trunc('WEEK', ts)",
+    "date_trunc('MM', ts)",
+    "date_trunc('QUARTER', ts)",
+    "date_trunc('YEAR', ts)",
+    "date_trunc('SECOND', ts)",
+    "from_utc_timestamp(ts, 'Europe/Berlin')",
+    "to_utc_timestamp(ts, 'America/Los_Angeles')",
+    "to_utc_timestamp(ts, 'Australia/Lord_Howe')",
+    "unix_seconds(ts)",
+    "unix_millis(ts)",
+    "unix_micros(ts)",
+    "unix_timestamp(ts)",
+    "unix_timestamp(dt)",
+    "to_unix_timestamp(ntz)",
+    "timestamp_seconds(i32)",
+    "timestamp_millis(i32)",
+    "timestamp_micros(i32)",
+    "add_months(dt, i16)",
+    "months_between(ts, dt)",
+    "months_between(ts, TIMESTAMP'2000-02-29 12:00:00', false)",
+    "next_day(dt, 'MON')",
+    "next_day(dt, 'sunday')",
+    "make_date(year(dt), month(dt), 28)"
+  ) ++ dstWindows.flatMap(w =>
+    Seq(
+      s"hour($w)",
+      s"minute($w)",
+      s"to_date($w)",
+      s"CAST($w AS STRING)",
+      s"date_trunc('HOUR', $w)",
+      s"date_trunc('MINUTE', $w)",
+      s"date_trunc('DAY', $w)",
+      s"to_utc_timestamp(CAST($w AS TIMESTAMP_NTZ), 'Europe/Berlin')",
+      s"CAST(CAST($w AS TIMESTAMP_NTZ) AS TIMESTAMP)",
+      s"months_between($w, TIMESTAMP'2024-01-31 00:00:00')"
+    )
+  )
+
+  for (zone <- Seq("America/Los_Angeles", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "UTC")) {
+    test(s"timestamps in session time zone $zone, ANSI on and off") {
+      withSQLConf("spark.sql.session.timeZone" -> zone) {
+        bothAnsiModes { ansi =>
+          val legacyOnly = Seq("make_date(i16, i8, i8)", "next_day(dt, s)")
+          val exprs = zoned ++ (if (ansi) Nil else legacyOnly)
+          checkSparkAnswerAndNative(
+            data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+            Seq(cls[EmberProjectExec])
+          )
+        }
+      }
+    }
+  }
+
+  test("make_date of an invalid date under ANSI: the same error class") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true", "spark.sql.session.timeZone" -> "Europe/Berlin") {
+      checkSparkErrorAndNative(data.selectExpr("make_date(i16, i8, i8) AS r"), Seq(cls[EmberProjectExec]))
+    }
+  }
+
   test("empty input") {
     checkSparkAnswerAndNative(
       data

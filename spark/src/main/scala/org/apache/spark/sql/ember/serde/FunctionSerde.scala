@@ -92,6 +92,21 @@ object FunctionSerde {
     case _ => Left("levenshtein with a threshold other than a non-null literal")
   }
 
+  /** `unix_timestamp(t, fmt)` of a timestamp or date: the format is not used, only `t` is sent. */
+  private def unixTimestamp(e: Expression): Either[String, Seq[Expression]] = e.children.head.dataType match {
+    case TimestampType | TimestampNTZType | DateType => Right(Seq(e.children.head))
+    case other => Left(s"${e.prettyName} of ${other.simpleString} (datetime patterns)")
+  }
+
+  private def failOnError(e: Expression): EvalMode.Value = {
+    val fail = e match {
+      case n: NextDay => n.failOnError
+      case m: MakeDate => m.failOnError
+      case _ => false
+    }
+    if (fail) EvalMode.ANSI else EvalMode.LEGACY
+  }
+
   private val stringTypes = "string (UTF8_BINARY)"
   private val ints = "tinyint/smallint/int/bigint"
 
@@ -183,6 +198,39 @@ object FunctionSerde {
     classOf[Levenshtein] -> Fn("levenshtein", s"$stringTypes, optional literal int threshold", levenshtein),
     classOf[SoundEx] -> Fn("soundex", stringTypes, strings(1)),
     classOf[SubstringIndex] -> Fn("substring_index", s"$stringTypes, string, int", strings(2))
+,
+    // Timestamps in the session time zone: UTC, fixed offsets and the tz database's region zones.
+    classOf[Hour] -> Fn("hour", "timestamp (session time zone)", all),
+    classOf[Minute] -> Fn("minute", "timestamp (session time zone)", all),
+    classOf[Second] -> Fn("second", "timestamp (session time zone)", all),
+    classOf[TruncTimestamp] -> Fn("date_trunc", "string format, timestamp (session time zone)", all),
+    classOf[FromUTCTimestamp] -> Fn("from_utc_timestamp", "timestamp, literal time zone", all),
+    classOf[ToUTCTimestamp] -> Fn("to_utc_timestamp", "timestamp, literal time zone", all),
+    classOf[UnixSeconds] -> Fn("unix_seconds", "timestamp", all),
+    classOf[UnixMillis] -> Fn("unix_millis", "timestamp", all),
+    classOf[UnixMicros] -> Fn("unix_micros", "timestamp", all),
+    classOf[UnixTimestamp] -> Fn(
+      "unix_timestamp",
+      "timestamp, timestamp_ntz, date (not strings)",
+      unixTimestamp
+    ),
+    classOf[ToUnixTimestamp] -> Fn(
+      "to_unix_timestamp",
+      "timestamp, timestamp_ntz, date (not strings)",
+      unixTimestamp
+    ),
+    classOf[SecondsToTimestamp] -> Fn("timestamp_seconds", ints, all),
+    classOf[MillisToTimestamp] -> Fn("timestamp_millis", ints, all),
+    classOf[MicrosToTimestamp] -> Fn("timestamp_micros", ints, all),
+    classOf[AddMonths] -> Fn("add_months", "date, int", all),
+    classOf[MonthsBetween] -> Fn("months_between", "timestamp, timestamp, boolean (session time zone)", all),
+    classOf[NextDay] -> Fn(
+      "next_day",
+      "date, string (under ANSI a valid literal day name)",
+      all,
+      failOnError
+    ),
+    classOf[MakeDate] -> Fn("make_date", "int, int, int", all, failOnError)
   )
 
   /** The pad string too must be UTF8_BINARY (lpad / rpad of binary are other expressions). */
@@ -203,6 +251,11 @@ object FunctionSerde {
       typ: DataType => Either[String, proto.DataType]
   ): Either[String, proto.Expr] = {
     val fn = registry(e.getClass)
+    // A time-zone-aware expression carries the zone Spark resolved for it (the session's).
+    val zone = e match {
+      case t: TimeZoneAwareExpression => t.timeZoneId.getOrElse(tz)
+      case _ => tz
+    }
     for {
       args <- fn.args(e)
       converted <- args.foldLeft[Either[String, Vec]](Right(Vector.empty))((acc, a) =>
@@ -215,7 +268,7 @@ object FunctionSerde {
         .setName(fn.name)
         .setReturnType(rt)
         .setEvalMode(ExprSerde.evalMode(fn.mode(e)))
-        .setTimezone(tz)
+        .setTimezone(zone)
         .setQueryContext(QueryContexts.id(e))
       converted.foreach(b.addArgs)
       proto.Expr.newBuilder().setScalarFunction(b).build()
