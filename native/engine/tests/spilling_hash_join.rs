@@ -23,7 +23,10 @@ use datafusion_physical_plan::joins::utils::{ColumnIndex, JoinFilter};
 use datafusion_physical_plan::joins::{HashJoinExec, PartitionMode};
 use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::memory::{BrokerMemoryPool, FixedBroker};
-use ember_engine::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
+use ember_engine::operators::dynamic_filter::DynamicFilterConfig;
+use ember_engine::operators::spilling_hash_join::{
+    prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec,
+};
 use ember_engine::operators::InputExec;
 use ember_engine::proto as pb;
 use futures::StreamExt;
@@ -192,6 +195,8 @@ struct Seen {
     split: usize,
     chunked: usize,
     spill_files: usize,
+    /// Probe rows the dynamic filter dropped.
+    pruned: usize,
 }
 
 struct Case {
@@ -224,8 +229,14 @@ async fn check_on(
     let mut seen = Seen::default();
     for compression in [SpillCompression::Uncompressed, SpillCompression::Lz4Frame] {
         for join_type in ALL_TYPES {
-            for filter in [None, Some(residual())] {
-                let what = format!("{join_type:?} filter={} {compression:?}", filter.is_some());
+            for (filter, dynamic_filter) in
+                [(None, None), (Some(residual()), None), (None, Some(ALWAYS_ON)), (Some(residual()), Some(ALWAYS_ON))]
+            {
+                let what = format!(
+                    "{join_type:?} filter={} dynamic_filter={} {compression:?}",
+                    filter.is_some(),
+                    dynamic_filter.is_some()
+                );
                 let reference = HashJoinExec::try_new(
                     source(build_schema(), build.clone()),
                     source(probe_schema(), probe.clone()),
@@ -252,6 +263,7 @@ async fn check_on(
                         SpillingHashJoinConfig {
                             max_build_buffer_bytes: case.cap,
                             bucket_bits: case.bits,
+                            dynamic_filter,
                             ..Default::default()
                         },
                     )
@@ -277,6 +289,16 @@ async fn check_on(
                 seen.split += get("split_buckets");
                 seen.chunked += get("chunked_buckets");
                 seen.spill_files += m.spill_count().unwrap_or(0);
+                let pruned = get("dynamic_filter_rows_pruned");
+                if dynamic_filter.is_none() || !prunes_probe(join_type, null_equality) {
+                    // Never on a preserved probe side, nor with null-safe keys.
+                    assert_eq!(get("dynamic_filter_rows_checked") + pruned, 0, "{what}: filtered");
+                } else if case.build.rows > 0 && case.probe.rows > 0 {
+                    assert!(get("dynamic_filter_rows_checked") > 0, "{what}: the filter did not run");
+                    assert_eq!(get("dynamic_filter_gated_off"), 0, "{what}");
+                    assert!(get("dynamic_filter_bytes") > 0, "{what}: summary size");
+                }
+                seen.pruned += pruned;
                 drop(join);
                 assert_eq!(e.pool.reserved(), 0, "{what}: bytes left reserved");
                 assert_eq!(e.broker.used(), 0, "{what}: bytes not returned to the broker");
@@ -287,6 +309,13 @@ async fn check_on(
     seen
 }
 
+/// The join's dynamic filter with the cost gate never switching it off.
+const ALWAYS_ON: JoinDynamicFilterConfig = JoinDynamicFilterConfig {
+    filter: DynamicFilterConfig { max_set_values: 64, bloom_bytes: 1024 },
+    sample_rows: 1000,
+    min_pruned_fraction: 0.0,
+};
+
 const PLAIN: Shape = Shape { rows: 3000, domain: 1500, null_keys: 0.05, hot: 0.0 };
 const PROBE: Shape = Shape { rows: 3000, domain: 1500, null_keys: 0.05, hot: 0.0 };
 
@@ -294,6 +323,7 @@ const PROBE: Shape = Shape { rows: 3000, domain: 1500, null_keys: 0.05, hot: 0.0
 async fn in_memory_is_hash_join() {
     let seen = check(&Case { build: PLAIN, probe: PROBE, cap: 0, bits: 4 }, NullEquality::NullEqualsNothing).await;
     assert_eq!(seen.spilled + seen.split + seen.chunked + seen.spill_files, 0, "{seen:?}");
+    assert!(seen.pruned > 0, "the dynamic filter dropped probe rows: {seen:?}");
 }
 
 #[tokio::test]
@@ -301,6 +331,7 @@ async fn bucketed_resident_and_spilled() {
     let seen =
         check(&Case { build: PLAIN, probe: PROBE, cap: 160 << 10, bits: 4 }, NullEquality::NullEqualsNothing).await;
     assert!(seen.spilled > 0 && seen.split == 0 && seen.chunked == 0, "{seen:?}");
+    assert!(seen.pruned > 0, "the dynamic filter dropped probe rows: {seen:?}");
 }
 
 #[tokio::test]
@@ -326,6 +357,7 @@ async fn two_keys_long_and_string() {
     let seen =
         check_on(&Case { build, probe, cap: 60 << 10, bits: 4 }, NullEquality::NullEqualsNothing, two_keys).await;
     assert!(seen.spilled > 0, "{seen:?}");
+    assert!(seen.pruned > 0, "the dynamic filter dropped probe rows: {seen:?}");
 }
 
 #[tokio::test]
@@ -461,7 +493,12 @@ async fn spill_disabled_fails_instead_of_spilling() {
             None,
             JoinType::Inner,
             NullEquality::NullEqualsNothing,
-            SpillingHashJoinConfig { max_build_buffer_bytes: 64 << 10, bucket_bits: 4, spill_enabled },
+            SpillingHashJoinConfig {
+                max_build_buffer_bytes: 64 << 10,
+                bucket_bits: 4,
+                spill_enabled,
+                ..Default::default()
+            },
         )
         .unwrap();
         let join = Arc::new(join);
@@ -515,6 +552,7 @@ async fn from_proto_build_right_with_condition() {
                 max_build_buffer_bytes: 100 << 10,
                 bucket_bits: 3,
                 spill_disabled: false,
+                ..Default::default()
             };
             let mut right_input = input(1, &rs);
             if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
@@ -930,6 +968,9 @@ async fn float_keys_from_proto_normalized_as_spark() {
                             max_build_buffer_bytes: cap,
                             bucket_bits: bits,
                             spill_disabled: false,
+                            // Float keys are never filtered (see `exact_key_type`): asked for, it stays exact.
+                            dynamic_filter_enabled: true,
+                            ..Default::default()
                         };
                         let mut right_input = common::input(1, &rs);
                         if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {

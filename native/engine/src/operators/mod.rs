@@ -1,6 +1,7 @@
 //! Ember's own execution operators (DataFusion `ExecutionPlan`s). Each operator is a module; larger ones are
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
 pub mod adaptive_aggregate;
+pub mod dynamic_filter;
 pub mod input;
 pub(crate) mod once;
 pub mod parquet_scan;
@@ -15,6 +16,7 @@ pub(crate) mod spill;
 pub mod spilling_hash_join;
 
 pub use adaptive_aggregate::AdaptiveAggregateExec;
+pub use dynamic_filter::{DynamicFilter, DynamicFilterConfig};
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
 pub use radix_aggregate::RadixAggregateExec;

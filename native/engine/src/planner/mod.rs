@@ -1,5 +1,6 @@
 //! Proto plan → DataFusion `ExecutionPlan`. One arm per operator; expressions in [`expr`], types in [`types`].
 pub mod aggregate;
+pub mod dynamic_filter;
 pub mod expr;
 pub mod functions;
 pub mod prefix_window;

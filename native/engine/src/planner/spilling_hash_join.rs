@@ -10,7 +10,8 @@ use ember_proto as pb;
 
 use super::expr::create_expr;
 use crate::error::plan_error;
-use crate::operators::spilling_hash_join::{SpillingHashJoinConfig, SpillingHashJoinExec};
+use crate::operators::dynamic_filter::DynamicFilterConfig;
+use crate::operators::spilling_hash_join::{JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec};
 
 pub fn create_spilling_hash_join(
     hj: &pb::SpillingHashJoin,
@@ -53,6 +54,25 @@ pub fn create_spilling_hash_join(
         max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
         bucket_bits: if hj.bucket_bits == 0 { defaults.bucket_bits } else { hj.bucket_bits },
         spill_enabled: !hj.spill_disabled,
+        dynamic_filter: hj.dynamic_filter_enabled.then(|| {
+            let d = JoinDynamicFilterConfig::default();
+            JoinDynamicFilterConfig {
+                filter: DynamicFilterConfig {
+                    max_set_values: hj.dynamic_filter_max_set_values as usize,
+                    bloom_bytes: if hj.dynamic_filter_bloom_bytes == 0 {
+                        d.filter.bloom_bytes
+                    } else {
+                        hj.dynamic_filter_bloom_bytes as usize
+                    },
+                },
+                sample_rows: if hj.dynamic_filter_sample_rows == 0 {
+                    d.sample_rows
+                } else {
+                    hj.dynamic_filter_sample_rows as usize
+                },
+                min_pruned_fraction: hj.dynamic_filter_min_pruned_fraction,
+            }
+        }),
     };
     let build_right = hj.build_side == pb::BuildSide::Right as i32;
     SpillingHashJoinExec::try_new_with_build_side(

@@ -17,6 +17,7 @@ use datafusion_physical_plan::{
 };
 
 use super::stream::{JoinContext, JoinMetrics, JoinStream};
+use crate::operators::dynamic_filter::DynamicFilterConfig;
 
 /// Knobs of the spilling join.
 #[derive(Debug, Clone, Copy)]
@@ -27,12 +28,49 @@ pub struct SpillingHashJoinConfig {
     pub bucket_bits: u32,
     /// False: never spill; a refusal fails the join with `ResourcesExhausted`.
     pub spill_enabled: bool,
+    /// Some: summarize the build keys in a [`DynamicFilter`] and drop probe rows that cannot match, where valid
+    /// (see [`prunes_probe`]).
+    pub dynamic_filter: Option<JoinDynamicFilterConfig>,
 }
 
 impl Default for SpillingHashJoinConfig {
     fn default() -> Self {
-        Self { max_build_buffer_bytes: 0, bucket_bits: 4, spill_enabled: true }
+        Self { max_build_buffer_bytes: 0, bucket_bits: 4, spill_enabled: true, dynamic_filter: None }
     }
+}
+
+/// The join's dynamic filter: the summary's sizes and the cost gate.
+#[derive(Debug, Clone, Copy)]
+pub struct JoinDynamicFilterConfig {
+    pub filter: DynamicFilterConfig,
+    /// Probe rows filtered before the gate decides.
+    pub sample_rows: usize,
+    /// The filter stays on only if it dropped at least this fraction of the sampled probe rows.
+    pub min_pruned_fraction: f64,
+}
+
+impl Default for JoinDynamicFilterConfig {
+    fn default() -> Self {
+        Self { filter: DynamicFilterConfig::default(), sample_rows: 65536, min_pruned_fraction: 0.1 }
+    }
+}
+
+/// Whether dropping probe rows whose key matches no build key leaves the join's result unchanged: the probe side
+/// (right here) is not preserved — inner, left outer, left semi/anti/mark (build rows out, the probe only
+/// matched), right semi (matched probe rows out) — and keys are null-rejecting (`=`: a null key matches nothing,
+/// so the filter's null rule holds). Never a probe-preserving join (right, full, right anti/mark). A null-aware
+/// anti join builds on Spark's right and keeps its streamed side, so it is a right anti join here: never pruned.
+pub fn prunes_probe(join_type: JoinType, null_equality: NullEquality) -> bool {
+    null_equality == NullEquality::NullEqualsNothing
+        && matches!(
+            join_type,
+            JoinType::Inner
+                | JoinType::Left
+                | JoinType::LeftSemi
+                | JoinType::LeftAnti
+                | JoinType::LeftMark
+                | JoinType::RightSemi
+        )
 }
 
 /// Hash join building on its left child, spilling when the pool refuses memory (see the module doc).

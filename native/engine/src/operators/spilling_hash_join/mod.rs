@@ -19,6 +19,14 @@
 //!   full, right semi/anti/mark) tag probe rows with their position, record across chunks which probe rows
 //!   matched, and emit the unmatched / matched probe rows in a last replay.
 //!
+//! **Dynamic filter** (`SpillingHashJoinConfig::dynamic_filter`, off by default). While the build side is read
+//! (in memory or into buckets) its keys are summarized in a [`DynamicFilter`](crate::operators::DynamicFilter);
+//! once it is read, probe batches are filtered by it before they reach the hash probe or the bucket router, where
+//! [`prunes_probe`] says dropping probe rows without a matching key is exact. A cost gate measures the fraction
+//! dropped over the first `sample_rows` probe rows and switches the filter off when it is below
+//! `min_pruned_fraction`; metrics `dynamic_filter_*` show the decisions, rows checked and dropped, the summary's
+//! size and the time spent.
+//!
 //! **Memory.** Everything held is reserved through one `MemoryReservation` of the plan's pool: buffered and
 //! resident build batches at [`batch_cost`], staging buffers of spill files, the matched-row bitmap. The batch in
 //! hand and `HashJoinExec`'s output batches are not. `HashJoinExec` itself runs under an unbounded private pool,
@@ -32,4 +40,4 @@ mod exec;
 mod stream;
 
 pub use buckets::batch_cost;
-pub use exec::{SpillingHashJoinConfig, SpillingHashJoinExec};
+pub use exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec};

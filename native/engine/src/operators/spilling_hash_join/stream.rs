@@ -16,7 +16,7 @@ use datafusion_physical_expr::PhysicalExprRef;
 use datafusion_physical_plan::joins::utils::JoinFilter;
 use datafusion_physical_plan::joins::{HashJoinExec, PartitionMode};
 use datafusion_physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, Gauge, MetricBuilder, SpillMetrics,
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, Gauge, MetricBuilder, SpillMetrics, Time,
 };
 use datafusion_physical_plan::spill::SpillManager;
 use datafusion_physical_plan::stream::RecordBatchStreamAdapter;
@@ -25,7 +25,8 @@ use futures::{Stream, StreamExt};
 
 use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
-use super::exec::SpillingHashJoinConfig;
+use super::exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig};
+use crate::operators::dynamic_filter::{exact_key_type, DynamicFilter};
 use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
 
@@ -38,6 +39,16 @@ pub(crate) struct JoinMetrics {
     pub(crate) split_buckets: Count,
     pub(crate) chunked_buckets: Count,
     pub(crate) peak_reserved: Gauge,
+    /// Probe rows the dynamic filter checked, and those it dropped.
+    pub(crate) dynamic_filter_rows_checked: Count,
+    pub(crate) dynamic_filter_rows_pruned: Count,
+    /// The cost gate's decisions: filter kept after the sample, or switched off.
+    pub(crate) dynamic_filter_kept: Count,
+    pub(crate) dynamic_filter_gated_off: Count,
+    /// Bytes of the build keys' summary.
+    pub(crate) dynamic_filter_bytes: Gauge,
+    /// Time summarizing build keys and filtering probe rows.
+    pub(crate) dynamic_filter_time: Time,
     pub(crate) spill: SpillMetrics,
     pub(crate) baseline: BaselineMetrics,
 }
@@ -51,6 +62,12 @@ impl JoinMetrics {
             split_buckets: MetricBuilder::new(metrics).counter("split_buckets", partition),
             chunked_buckets: MetricBuilder::new(metrics).counter("chunked_buckets", partition),
             peak_reserved: MetricBuilder::new(metrics).gauge("peak_reserved_bytes", partition),
+            dynamic_filter_rows_checked: MetricBuilder::new(metrics).counter("dynamic_filter_rows_checked", partition),
+            dynamic_filter_rows_pruned: MetricBuilder::new(metrics).counter("dynamic_filter_rows_pruned", partition),
+            dynamic_filter_kept: MetricBuilder::new(metrics).counter("dynamic_filter_kept", partition),
+            dynamic_filter_gated_off: MetricBuilder::new(metrics).counter("dynamic_filter_gated_off", partition),
+            dynamic_filter_bytes: MetricBuilder::new(metrics).gauge("dynamic_filter_bytes", partition),
+            dynamic_filter_time: MetricBuilder::new(metrics).subset_time("dynamic_filter_time", partition),
             spill: SpillMetrics::new(metrics, partition),
             baseline: BaselineMetrics::new(metrics, partition),
         }
@@ -76,6 +93,8 @@ pub(crate) struct JoinContext {
     pub(super) probe_spill: SpillManager,
     pub(super) build_router: Router,
     pub(super) probe_router: Router,
+    /// Some where the join summarizes its build keys and filters its probe side (valid, and key types alike).
+    pub(super) dynamic_filter: Option<(JoinDynamicFilterConfig, Vec<DataType>)>,
     pub(super) metrics: JoinMetrics,
 }
 
@@ -109,6 +128,18 @@ impl JoinContext {
         );
         let build_router = Router { keys: on.iter().map(|(l, _)| l.clone()).collect(), bits: config.bucket_bits };
         let probe_router = Router { keys: on.iter().map(|(_, r)| r.clone()).collect(), bits: config.bucket_bits };
+        let dynamic_filter = match config.dynamic_filter {
+            Some(c) if prunes_probe(join_type, null_equality) => {
+                let build_types = on.iter().map(|(l, _)| l.data_type(&build_schema)).collect::<Result<Vec<_>>>()?;
+                let probe_types = on.iter().map(|(_, r)| r.data_type(&probe_schema)).collect::<Result<Vec<_>>>()?;
+                // Keys typed differently on the two sides, floats, or keys the row format cannot encode: no filter.
+                (build_types == probe_types
+                    && build_types.iter().all(exact_key_type)
+                    && DynamicFilter::try_new(build_types.clone(), 1, c.filter).is_ok())
+                .then_some((c, build_types))
+            }
+            _ => None,
+        };
         Ok(Self {
             schema,
             build_schema,
@@ -126,6 +157,7 @@ impl JoinContext {
             probe_spill,
             build_router,
             probe_router,
+            dynamic_filter,
             metrics,
         })
     }
@@ -166,6 +198,73 @@ impl JoinContext {
             Some(f) => read_compacted(&self.build_spill, f.clone()),
             None => Ok(batches_stream(self.build_schema.clone(), vec![])),
         }
+    }
+
+    /// An empty summary of the build keys, where the join filters its probe side.
+    fn new_dynamic_filter(&self) -> Result<Option<DynamicFilter>> {
+        self.dynamic_filter.as_ref().map(|(c, types)| DynamicFilter::try_new(types.clone(), 1, c.filter)).transpose()
+    }
+
+    /// Adds a build batch's keys to the summary.
+    fn summarize(&self, summary: &mut Option<DynamicFilter>, batch: &RecordBatch) -> Result<()> {
+        let Some(f) = summary else { return Ok(()) };
+        let _timer = self.metrics.dynamic_filter_time.timer();
+        let keys =
+            self.on.iter().map(|(l, _)| l.evaluate(batch)?.into_array(batch.num_rows())).collect::<Result<Vec<_>>>()?;
+        f.update(0, &keys)
+    }
+
+    /// The probe stream without the rows whose keys the build side's summary rules out, while the cost gate
+    /// lets the filter pay. The summary is reserved; when the pool refuses it, the join goes on unfiltered.
+    fn filter_probe(
+        &self,
+        summary: Option<DynamicFilter>,
+        probe: SendableRecordBatchStream,
+        budget: &Budget,
+    ) -> SendableRecordBatchStream {
+        let (Some(filter), Some((config, _))) = (summary, &self.dynamic_filter) else { return probe };
+        let size = filter.size();
+        if budget.try_grow(size).is_err() {
+            return probe;
+        }
+        self.metrics.dynamic_filter_bytes.set(size);
+        let config = *config;
+        let keys: Vec<PhysicalExprRef> = self.on.iter().map(|(_, r)| r.clone()).collect();
+        let m = self.metrics.clone();
+        let schema = probe.schema();
+        let (mut on, mut decided, mut checked, mut pruned) = (true, false, 0usize, 0usize);
+        let s = probe.filter_map(move |b| {
+            let mut apply = |b: RecordBatch| -> Result<Option<RecordBatch>> {
+                let rows = b.num_rows();
+                if !on || rows == 0 {
+                    return Ok((rows > 0).then_some(b));
+                }
+                let _timer = m.dynamic_filter_time.timer();
+                let cols = keys.iter().map(|k| k.evaluate(&b)?.into_array(rows)).collect::<Result<Vec<_>>>()?;
+                let mask = filter.might_contain(&cols)?;
+                let kept = mask.true_count();
+                checked += rows;
+                pruned += rows - kept;
+                m.dynamic_filter_rows_checked.add(rows);
+                m.dynamic_filter_rows_pruned.add(rows - kept);
+                if !decided && checked >= config.sample_rows {
+                    decided = true;
+                    if (pruned as f64) < config.min_pruned_fraction * checked as f64 {
+                        on = false;
+                        m.dynamic_filter_gated_off.add(1);
+                    } else {
+                        m.dynamic_filter_kept.add(1);
+                    }
+                }
+                Ok(match kept {
+                    0 => None,
+                    k if k == rows => Some(b),
+                    _ => Some(filter_record_batch(&b, &mask)?),
+                })
+            };
+            futures::future::ready(b.and_then(&mut apply).transpose())
+        });
+        Box::pin(RecordBatchStreamAdapter::new(schema, s))
     }
 
     fn conform(&self, batch: RecordBatch) -> Result<RecordBatch> {
@@ -357,12 +456,14 @@ impl JoinStream {
         let mut held = vec![];
         let mut reserved = 0;
         let mut overflow = None;
+        let mut summary = jc.new_dynamic_filter()?;
         while let Some(b) = build.next().await {
             let b = b?;
             if b.num_rows() == 0 {
                 continue;
             }
             jc.metrics.build_rows.add(b.num_rows());
+            jc.summarize(&mut summary, &b)?;
             let cost = batch_cost(&b);
             match self.budget.try_grow(cost) {
                 Ok(()) => {
@@ -382,6 +483,7 @@ impl JoinStream {
             }
         }
         let Some(overflow) = overflow else {
+            let probe = jc.filter_probe(summary, probe, &self.budget);
             let stream = jc.hash_join(held, probe, jc.join_type)?;
             self.phase = Phase::InMemory { stream, reserved };
             return Ok(());
@@ -405,11 +507,13 @@ impl JoinStream {
         while let Some(b) = build.next().await {
             let b = b?;
             jc.metrics.build_rows.add(b.num_rows());
+            jc.summarize(&mut summary, &b)?;
             for (i, p) in jc.build_router.partition(&b, 0)? {
                 buckets.add(i, p, &jc, &self.budget)?;
             }
         }
         let (resident, reserved, spilled_build) = buckets.finish(&self.budget)?;
+        let probe = jc.filter_probe(summary, probe, &self.budget);
         let router = Arc::new(Mutex::new(ProbeRouter {
             jc: jc.clone(),
             budget: self.budget.clone(),

@@ -403,6 +403,46 @@ object EmberConf {
     "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
   )
 
+  val DYNAMIC_FILTER_ENABLED: Entry[Boolean] = bool(
+    "spark.ember.dynamicFilter.enabled",
+    default = false,
+    "Partition-aware dynamic filters (in progress): a native hash join summarizes its build side's keys while " +
+      "building (bounds, an exact set, a bloom filter beyond it) and drops probe rows whose keys cannot match " +
+      "before the hash probe — only where that is exact: inner joins, semi joins, anti joins that output the build " +
+      "side, and outer joins whose probe side is not preserved; never with null-safe (<=>) or floating-point keys. " +
+      "Off until measured on TPC-H."
+  )
+
+  val DYNAMIC_FILTER_MAX_SET_VALUES: Entry[Long] = long(
+    "spark.ember.dynamicFilter.maxSetValues",
+    default = 4096,
+    "Distinct build keys a dynamic filter keeps exactly; beyond, it holds them in a bloom filter."
+  )
+
+  val DYNAMIC_FILTER_BLOOM_BYTES: Entry[Long] = long(
+    "spark.ember.dynamicFilter.bloomBytes",
+    default = 1L << 20,
+    "Size of a dynamic filter's bloom filter (rounded to a power of two), reserved from the task's memory; " +
+      "when the pool refuses it, the join runs unfiltered."
+  )
+
+  val DYNAMIC_FILTER_SAMPLE_ROWS: Entry[Long] = long(
+    "spark.ember.dynamicFilter.sampleRows",
+    default = 65536,
+    "The cost gate: probe rows a join filters before it decides whether the dynamic filter pays."
+  )
+
+  val DYNAMIC_FILTER_MIN_PRUNED_FRACTION: Entry[Double] = register(
+    Entry[Double](
+      "spark.ember.dynamicFilter.minPrunedFraction",
+      0.1,
+      "The cost gate: the dynamic filter stays on only if it dropped at least this fraction of the sampled " +
+        "probe rows (`spark.ember.dynamicFilter.sampleRows`); below, the join stops filtering (metric " +
+        "`dynamic filter switched off`).",
+      _.trim.toDouble
+    )
+  )
+
   val EXPRESSION_MAX_DEPTH: Entry[Long] = long(
     "spark.ember.expression.maxDepth",
     default = 64,

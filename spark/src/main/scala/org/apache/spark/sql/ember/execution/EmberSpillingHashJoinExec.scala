@@ -77,6 +77,12 @@ object EmberSpillingHashJoinExec {
     "spilled_buckets" -> SQLMetrics.createMetric(sc, "spilled buckets"),
     "split_buckets" -> SQLMetrics.createMetric(sc, "re-split buckets"),
     "chunked_buckets" -> SQLMetrics.createMetric(sc, "buckets joined in chunks"),
-    "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sc, "join peak reserved memory")
+    "peak_reserved_bytes" -> SQLMetrics.createSizeMetric(sc, "join peak reserved memory"),
+    "dynamic_filter_rows_checked" -> SQLMetrics.createMetric(sc, "probe rows checked by the dynamic filter"),
+    "dynamic_filter_rows_pruned" -> SQLMetrics.createMetric(sc, "probe rows pruned by the dynamic filter"),
+    "dynamic_filter_kept" -> SQLMetrics.createMetric(sc, "dynamic filter kept by the cost gate"),
+    "dynamic_filter_gated_off" -> SQLMetrics.createMetric(sc, "dynamic filter switched off"),
+    "dynamic_filter_bytes" -> SQLMetrics.createSizeMetric(sc, "dynamic filter size"),
+    "dynamic_filter_time" -> SQLMetrics.createNanoTimingMetric(sc, "dynamic filter time")
   )
 }

@@ -1,0 +1,431 @@
+//! `DynamicFilter`: property tests of its summaries, union and proto form on random keys with nulls and
+//! duplicates; and the hash join's use of it (pruning measured, the cost gate's decisions).
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Decimal128Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatchIterator;
+use arrow::util::display::array_value_to_string;
+use datafusion_common::{JoinType, NullEquality};
+use datafusion_execution::TaskContext;
+use datafusion_physical_expr::expressions::Column;
+use datafusion_physical_expr::PhysicalExprRef;
+use datafusion_physical_plan::ExecutionPlan;
+use ember_engine::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig};
+use ember_engine::operators::spilling_hash_join::{
+    JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec,
+};
+use ember_engine::operators::InputExec;
+use ember_engine::planner::dynamic_filter::{decode_dynamic_filter, encode_dynamic_filter};
+use ember_engine::proto as pb;
+use futures::StreamExt;
+use prost::Message;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Key shapes: (name, types, a generator of `n` rows of keys from a domain).
+type Gen = fn(&mut StdRng, usize, i64, f64) -> Vec<ArrayRef>;
+
+fn long_and_string(rng: &mut StdRng, n: usize, domain: i64, nulls: f64) -> Vec<ArrayRef> {
+    let ks: Vec<Option<i64>> = (0..n).map(|_| (!rng.random_bool(nulls)).then(|| rng.random_range(0..domain))).collect();
+    let l: Int64Array = ks.iter().map(|k| k.map(|k| k - domain / 2)).collect();
+    // The string is a function of the long (mostly), so pairs repeat; sometimes null, sometimes multi-byte.
+    let s: StringArray = ks
+        .iter()
+        .map(|k| match k {
+            _ if rng.random_bool(nulls) => None,
+            Some(k) if k % 5 == 0 => Some(format!("é{}€", k % 7)),
+            Some(k) => Some(format!("s{}", k % 3)),
+            None => Some("x".to_string()),
+        })
+        .collect();
+    vec![Arc::new(l), Arc::new(s)]
+}
+
+fn int(rng: &mut StdRng, n: usize, domain: i64, nulls: f64) -> Vec<ArrayRef> {
+    let a: Int32Array = (0..n)
+        .map(|_| (!rng.random_bool(nulls)).then(|| rng.random_range(0..domain) as i32 * 3 + i32::MIN / 2))
+        .collect();
+    vec![Arc::new(a)]
+}
+
+fn decimal(rng: &mut StdRng, n: usize, domain: i64, nulls: f64) -> Vec<ArrayRef> {
+    let a: Decimal128Array = (0..n)
+        .map(|_| (!rng.random_bool(nulls)).then(|| rng.random_range(0..domain) as i128 * 1_000_000_007 - 5))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(30, 4)
+        .unwrap();
+    vec![Arc::new(a)]
+}
+
+const SHAPES: [(&str, Gen); 3] = [("long+string", long_and_string), ("int", int), ("decimal", decimal)];
+
+fn types_of(keys: &[ArrayRef]) -> Vec<DataType> {
+    keys.iter().map(|k| k.data_type().clone()).collect()
+}
+
+/// The key of row `r`, or `None` when one of its columns is null.
+fn key(keys: &[ArrayRef], r: usize) -> Option<String> {
+    let mut parts = vec![];
+    for k in keys {
+        if k.is_null(r) {
+            return None;
+        }
+        parts.push(array_value_to_string(k, r).unwrap());
+    }
+    Some(parts.join("|"))
+}
+
+fn slice(keys: &[ArrayRef], offset: usize, len: usize) -> Vec<ArrayRef> {
+    keys.iter().map(|k| k.slice(offset, len)).collect()
+}
+
+/// A filter over `parts` partitions fed random build batches; with the true keys of each partition.
+fn built(gen: Gen, seed: u64, parts: usize, config: DynamicFilterConfig) -> (DynamicFilter, Vec<HashSet<String>>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let types = types_of(&gen(&mut rng, 1, 10, 0.0));
+    let mut f = DynamicFilter::try_new(types, parts, config).unwrap();
+    let mut truth = vec![HashSet::new(); parts];
+    for _ in 0..(3 * parts) {
+        let p = rng.random_range(0..parts);
+        let n = rng.random_range(0..300);
+        // Partitions draw from shifted domains that overlap, so a key can sit in several partitions.
+        let keys = gen(&mut rng, n, 400 + 100 * p as i64, 0.1);
+        f.update(p, &keys).unwrap();
+        for r in 0..n {
+            if let Some(k) = key(&keys, r) {
+                truth[p].insert(k);
+            }
+        }
+    }
+    (f, truth)
+}
+
+fn passes(f: &DynamicFilter, p: usize, keys: &[ArrayRef]) -> Vec<bool> {
+    let m = f.might_contain_in(p, keys).unwrap();
+    assert_eq!(m.null_count(), 0);
+    (0..m.len()).map(|i| m.value(i)).collect()
+}
+
+const EXACT: DynamicFilterConfig = DynamicFilterConfig { max_set_values: 100_000, bloom_bytes: 1024 };
+const BLOOMY: DynamicFilterConfig = DynamicFilterConfig { max_set_values: 50, bloom_bytes: 4096 };
+
+/// No false negatives ever; a null key never passes; with exact sets, a key passes exactly when it is a build key
+/// of that partition (so never another partition's key).
+#[test]
+fn a_partition_passes_its_keys_and_with_exact_sets_only_them() {
+    for (name, gen) in SHAPES {
+        for config in [EXACT, BLOOMY] {
+            let parts = 4;
+            let (f, truth) = built(gen, 7, parts, config);
+            let mut rng = StdRng::seed_from_u64(99);
+            let probe = gen(&mut rng, 4000, 1200, 0.1);
+            let (mut nulls, mut foreign) = (0, 0);
+            for (p, truth_p) in truth.iter().enumerate() {
+                let pass = passes(&f, p, &probe);
+                let exact = f.summary(p).unwrap().exact_keys().is_some();
+                for (r, &passed) in pass.iter().enumerate() {
+                    let what = format!("{name} {config:?} partition {p} row {r}");
+                    match key(&probe, r) {
+                        None => {
+                            nulls += 1;
+                            assert!(!passed, "{what}: a null key passed");
+                        }
+                        Some(k) if truth_p.contains(&k) => assert!(passed, "{what}: false negative {k}"),
+                        Some(k) => {
+                            if exact {
+                                assert!(!passed, "{what}: {k} is not a key of this partition");
+                            }
+                            foreign += (truth.iter().any(|t| t.contains(&k))) as usize;
+                        }
+                    }
+                }
+            }
+            assert!(nulls > 0 && foreign > 0, "{name}: not vacuous ({nulls} nulls, {foreign} other partitions' keys)");
+        }
+    }
+}
+
+/// Union: partition by partition a key passes the union exactly when it passes one of the parts (exact sets), and
+/// at least then (blooms); `global()` passes a key exactly when some partition does (exact sets).
+#[test]
+fn union_passes_what_a_part_passes() {
+    for (name, gen) in SHAPES {
+        for config in [EXACT, BLOOMY] {
+            let parts = 3;
+            let (a, _) = built(gen, 1, parts, config);
+            let (b, _) = built(gen, 2, parts, config);
+            let mut u = DynamicFilter::try_new(a.key_types().to_vec(), parts, config).unwrap();
+            u.union(&a).unwrap();
+            u.union(&b).unwrap();
+            let mut rng = StdRng::seed_from_u64(5);
+            let probe = gen(&mut rng, 3000, 1000, 0.05);
+            let mut any_part = vec![false; 3000];
+            let mut bloom_extra = 0;
+            for p in 0..parts {
+                let (pa, pb, pu) = (passes(&a, p, &probe), passes(&b, p, &probe), passes(&u, p, &probe));
+                let exact = u.summary(p).unwrap().exact_keys().is_some();
+                for r in 0..probe[0].len() {
+                    let what = format!("{name} {config:?} partition {p} row {r}");
+                    let part = pa[r] || pb[r];
+                    any_part[r] |= part;
+                    if part {
+                        assert!(pu[r], "{what}: passes a part, not the union");
+                    } else if pu[r] {
+                        assert!(!exact, "{what}: passes the union, no part, with exact sets");
+                        bloom_extra += 1;
+                    }
+                }
+                assert_eq!(
+                    u.summary(p).unwrap().rows,
+                    a.summary(p).unwrap().rows + b.summary(p).unwrap().rows,
+                    "{what}",
+                    what = format!("{name} partition {p} rows")
+                );
+            }
+            let g = u.global().unwrap();
+            let pg = passes(&g, 0, &probe);
+            let exact = g.summary(0).unwrap().exact_keys().is_some();
+            for r in 0..probe[0].len() {
+                if any_part[r] {
+                    assert!(pg[r], "{name} {config:?} row {r}: passes a partition, not the global filter");
+                } else if exact {
+                    assert!(!pg[r], "{name} {config:?} row {r}: passes the global filter, no partition");
+                }
+            }
+            if config == BLOOMY {
+                assert!(g.summary(0).unwrap().exact_keys().is_none(), "{name}: the global filter is a bloom");
+            }
+            let _ = bloom_extra;
+        }
+    }
+}
+
+/// Filters over different partitionings, keys or sizes refuse to unite.
+#[test]
+fn union_refuses_other_shapes() {
+    let (a, _) = built(int, 1, 3, EXACT);
+    let (b, _) = built(int, 1, 4, EXACT);
+    let (c, _) = built(long_and_string, 1, 3, EXACT);
+    let (d, _) = built(int, 1, 3, BLOOMY);
+    for other in [&b, &c, &d] {
+        let mut x = DynamicFilter::try_new(a.key_types().to_vec(), 3, EXACT).unwrap();
+        x.union(&a).unwrap();
+        assert!(x.union(other).is_err());
+    }
+}
+
+/// An empty build side, or one of null keys only, passes nothing.
+#[test]
+fn empty_or_all_null_build_passes_nothing() {
+    for (name, gen) in SHAPES {
+        let mut rng = StdRng::seed_from_u64(3);
+        let probe = gen(&mut rng, 500, 100, 0.1);
+        let types = types_of(&probe);
+        let mut f = DynamicFilter::try_new(types, 2, EXACT).unwrap();
+        assert!(passes(&f, 0, &probe).iter().all(|p| !p), "{name}: empty");
+        let nulls: Vec<ArrayRef> = probe.iter().map(|k| arrow::array::new_null_array(k.data_type(), 50)).collect();
+        f.update(0, &nulls).unwrap();
+        f.update(1, &slice(&probe, 0, 0)).unwrap();
+        assert_eq!(f.summary(0).unwrap().rows, 0);
+        assert!(passes(&f, 0, &probe).iter().all(|p| !p), "{name}: null keys only");
+        assert!(passes(&f.global().unwrap(), 0, &probe).iter().all(|p| !p), "{name}: global");
+    }
+}
+
+/// The proto form (through its wire bytes) gives a filter that passes exactly what the original passes, and
+/// unions made on the "driver" from decoded tasks' filters equal unions of the originals.
+#[test]
+fn proto_round_trip_and_merge_on_the_driver() {
+    for (name, gen) in SHAPES {
+        for config in [EXACT, BLOOMY] {
+            let parts = 3;
+            let tasks: Vec<DynamicFilter> = (0..4).map(|s| built(gen, 10 + s, parts, config).0).collect();
+            let mut direct = DynamicFilter::try_new(tasks[0].key_types().to_vec(), parts, config).unwrap();
+            let mut driver = DynamicFilter::try_new(tasks[0].key_types().to_vec(), parts, config).unwrap();
+            let mut rng = StdRng::seed_from_u64(8);
+            let probe = gen(&mut rng, 2000, 1000, 0.05);
+            for t in &tasks {
+                let bytes = encode_dynamic_filter(t).unwrap().encode_to_vec();
+                let back = decode_dynamic_filter(&pb::DynamicFilter::decode(bytes.as_slice()).unwrap()).unwrap();
+                assert_eq!(back.key_types(), t.key_types(), "{name}");
+                for p in 0..parts {
+                    assert_eq!(passes(&back, p, &probe), passes(t, p, &probe), "{name} {config:?} p{p}");
+                    assert_eq!(back.summary(p).unwrap().bounds, t.summary(p).unwrap().bounds, "{name} p{p}");
+                }
+                direct.union(t).unwrap();
+                driver.union(&back).unwrap();
+            }
+            for p in 0..parts {
+                assert_eq!(passes(&driver, p, &probe), passes(&direct, p, &probe), "{name} {config:?} p{p}");
+            }
+        }
+    }
+}
+
+/// Bounds alone rule keys out: a key below the minimum or above the maximum never passes, even in a bloom.
+#[test]
+fn bounds_cut_what_a_bloom_would_let_through() {
+    let config = DynamicFilterConfig { max_set_values: 1, bloom_bytes: 32 };
+    let mut f = DynamicFilter::try_new(vec![DataType::Int64], 1, config).unwrap();
+    let build: ArrayRef = Arc::new((1000..3000).map(Some).collect::<Int64Array>());
+    f.update(0, &[build]).unwrap();
+    let s = f.summary(0).unwrap();
+    assert!(s.exact_keys().is_none(), "a saturated 32-byte bloom filter");
+    let probe: ArrayRef = Arc::new((0..4000).map(Some).collect::<Int64Array>());
+    let pass = passes(&f, 0, &[probe]);
+    for (v, p) in pass.iter().enumerate() {
+        if (1000..3000).contains(&v) {
+            assert!(*p, "{v}: false negative");
+        } else {
+            assert!(!*p, "{v}: outside the bounds");
+        }
+    }
+}
+
+// ---- The hash join's use of it ----
+
+fn schema(prefix: &str) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(format!("{prefix}k"), DataType::Int64, true),
+        Field::new(format!("{prefix}v"), DataType::Int64, true),
+    ]))
+}
+
+fn side(prefix: &str, rows: usize, keys: impl Fn(usize) -> Option<i64>) -> Vec<RecordBatch> {
+    let s = schema(prefix);
+    (0..rows)
+        .step_by(1000)
+        .map(|start| {
+            let n = (rows - start).min(1000);
+            let k: Int64Array = (start..start + n).map(&keys).collect();
+            let v: Int64Array = (start..start + n).map(|i| Some(i as i64)).collect();
+            RecordBatch::try_new(s.clone(), vec![Arc::new(k), Arc::new(v)]).unwrap()
+        })
+        .collect()
+}
+
+fn source(prefix: &str, batches: Vec<RecordBatch>) -> Arc<dyn ExecutionPlan> {
+    let s = schema(prefix);
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), s.clone());
+    Arc::new(InputExec::new(0, s, Box::new(reader)))
+}
+
+struct Run {
+    rows: Vec<String>,
+    checked: usize,
+    pruned: usize,
+    kept: usize,
+    gated_off: usize,
+}
+
+async fn join(
+    build: &[RecordBatch],
+    probe: &[RecordBatch],
+    join_type: JoinType,
+    dynamic_filter: Option<JoinDynamicFilterConfig>,
+) -> Run {
+    let on =
+        vec![(Arc::new(Column::new("bk", 0)) as PhysicalExprRef, Arc::new(Column::new("pk", 0)) as PhysicalExprRef)];
+    let j = Arc::new(
+        SpillingHashJoinExec::try_new(
+            source("b", build.to_vec()),
+            source("p", probe.to_vec()),
+            on,
+            None,
+            join_type,
+            NullEquality::NullEqualsNothing,
+            SpillingHashJoinConfig { dynamic_filter, ..Default::default() },
+        )
+        .unwrap(),
+    );
+    let mut stream = j.execute(0, Arc::new(TaskContext::default())).unwrap();
+    let mut rows = vec![];
+    while let Some(b) = stream.next().await {
+        let b = b.unwrap();
+        for r in 0..b.num_rows() {
+            rows.push(
+                b.columns()
+                    .iter()
+                    .map(|c| if c.is_null(r) { "∅".into() } else { array_value_to_string(c, r).unwrap() })
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            );
+        }
+    }
+    rows.sort();
+    let m = j.metrics().unwrap();
+    let get = |name: &str| m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+    Run {
+        rows,
+        checked: get("dynamic_filter_rows_checked"),
+        pruned: get("dynamic_filter_rows_pruned"),
+        kept: get("dynamic_filter_kept"),
+        gated_off: get("dynamic_filter_gated_off"),
+    }
+}
+
+/// A star-join shape: a dimension holding 1% of the fact table's keys (with duplicates and nulls on both sides).
+/// The filter drops the probe rows that cannot match, the gate keeps it, rows are exact for every join type.
+#[tokio::test]
+async fn selective_build_prunes_probe_rows() {
+    let build = side("b", 2_000, |i| (i % 10 != 9).then_some((i % 100) as i64 * 97));
+    let probe = side("p", 100_000, |i| (i % 50 != 0).then_some((i * 7919 % 10_000) as i64));
+    let cfg = JoinDynamicFilterConfig::default();
+    for join_type in [
+        JoinType::Inner,
+        JoinType::Left,
+        JoinType::Right,
+        JoinType::Full,
+        JoinType::LeftSemi,
+        JoinType::LeftAnti,
+        JoinType::RightSemi,
+        JoinType::RightAnti,
+        JoinType::LeftMark,
+        JoinType::RightMark,
+    ] {
+        let off = join(&build, &probe, join_type, None).await;
+        let on = join(&build, &probe, join_type, Some(cfg)).await;
+        assert_eq!(on.rows, off.rows, "{join_type:?}: rows");
+        let prunable =
+            ember_engine::operators::spilling_hash_join::prunes_probe(join_type, NullEquality::NullEqualsNothing);
+        if prunable {
+            assert_eq!(on.checked, 100_000, "{join_type:?}");
+            // 1% of the 10,000 probe keys match (every 97th key under 9700 … of which the build has 100), and
+            // the null probe keys (2%) go too.
+            assert!(on.pruned >= 97_000, "{join_type:?}: pruned {}", on.pruned);
+            assert_eq!((on.kept, on.gated_off), (1, 0), "{join_type:?}");
+            println!("{join_type:?}: {} of {} probe rows pruned", on.pruned, on.checked);
+        } else {
+            assert_eq!(on.checked + on.pruned + on.kept + on.gated_off, 0, "{join_type:?}: a preserved probe side");
+        }
+    }
+}
+
+/// A build side holding every probe key: nothing to prune, so the gate switches the filter off after its sample
+/// and the join goes on unfiltered; rows stay exact.
+#[tokio::test]
+async fn the_gate_switches_off_a_filter_that_does_not_pay() {
+    let build = side("b", 20_000, |i| Some((i % 5_000) as i64));
+    let probe = side("p", 200_000, |i| Some((i % 5_000) as i64));
+    let cfg = JoinDynamicFilterConfig { sample_rows: 10_000, min_pruned_fraction: 0.1, ..Default::default() };
+    let off = join(&build, &probe, JoinType::Inner, None).await;
+    let on = join(&build, &probe, JoinType::Inner, Some(cfg)).await;
+    assert_eq!(on.rows.len(), off.rows.len());
+    assert!(on.rows == off.rows);
+    assert_eq!((on.kept, on.gated_off, on.pruned), (0, 1, 0));
+    assert!(on.checked >= 10_000 && on.checked < 200_000, "checked {} then stopped", on.checked);
+}
+
+/// An empty build side: an inner join's probe side is filtered away entirely (when the join reads it at all).
+#[tokio::test]
+async fn empty_build_side_prunes_every_probe_row() {
+    let probe = side("p", 5_000, |i| Some(i as i64));
+    for join_type in [JoinType::Inner, JoinType::LeftSemi, JoinType::RightSemi, JoinType::LeftAnti, JoinType::Left] {
+        let on = join(&[], &probe, join_type, Some(JoinDynamicFilterConfig::default())).await;
+        let off = join(&[], &probe, join_type, None).await;
+        assert_eq!(on.rows, off.rows, "{join_type:?}");
+        assert_eq!(on.pruned, on.checked, "{join_type:?}: every row checked is dropped");
+    }
+}
