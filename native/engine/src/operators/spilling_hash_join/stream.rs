@@ -26,6 +26,7 @@ use futures::{Stream, StreamExt};
 use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
 use super::exec::SpillingHashJoinConfig;
+use super::metric_names;
 use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
 
@@ -45,12 +46,12 @@ pub(crate) struct JoinMetrics {
 impl JoinMetrics {
     pub(crate) fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
-            build_rows: MetricBuilder::new(metrics).counter("build_rows", partition),
-            probe_rows: MetricBuilder::new(metrics).counter("probe_rows", partition),
-            spilled_buckets: MetricBuilder::new(metrics).counter("spilled_buckets", partition),
-            split_buckets: MetricBuilder::new(metrics).counter("split_buckets", partition),
-            chunked_buckets: MetricBuilder::new(metrics).counter("chunked_buckets", partition),
-            peak_reserved: MetricBuilder::new(metrics).gauge("peak_reserved_bytes", partition),
+            build_rows: MetricBuilder::new(metrics).counter(metric_names::BUILD_ROWS, partition),
+            probe_rows: MetricBuilder::new(metrics).counter(metric_names::PROBE_ROWS, partition),
+            spilled_buckets: MetricBuilder::new(metrics).counter(metric_names::SPILLED_BUCKETS, partition),
+            split_buckets: MetricBuilder::new(metrics).counter(metric_names::SPLIT_BUCKETS, partition),
+            chunked_buckets: MetricBuilder::new(metrics).counter(metric_names::CHUNKED_BUCKETS, partition),
+            peak_reserved: MetricBuilder::new(metrics).gauge(metric_names::PEAK_RESERVED_BYTES, partition),
             spill: SpillMetrics::new(metrics, partition),
             baseline: BaselineMetrics::new(metrics, partition),
         }
