@@ -24,7 +24,9 @@ class EmberPlanReplaySuite extends EmberQueryTest {
 
   private val queries: Seq[(String, () => DataFrame)] = Seq(
     "filter_project" -> (() =>
-      table.where("i % 3 = 1 AND s IS NOT NULL").selectExpr("i", "l * 2 AS l2", "reverse(s) AS rs", "char_length(s) AS n", "d")
+      table
+        .where("i % 3 = 1 AND s IS NOT NULL")
+        .selectExpr("i", "l * 2 AS l2", "reverse(s) AS rs", "char_length(s) AS n", "d")
     ),
     "sort" -> (() =>
       table.where("l > 0").select("i", "s", "dt").sortWithinPartitions(col("s").desc_nulls_last, col("i"))
@@ -45,7 +47,8 @@ class EmberPlanReplaySuite extends EmberQueryTest {
   private def writeOne(df: DataFrame, to: Path): Unit = {
     val tmp = Files.createTempDirectory("ember-plans")
     df.coalesce(1).write.mode("overwrite").parquet(tmp.resolve("out").toString)
-    val part = Files.list(tmp.resolve("out")).filter(_.getFileName.toString.endsWith(".parquet")).findFirst().get
+    val part =
+      Files.list(tmp.resolve("out")).filter(_.getFileName.toString.endsWith(".parquet")).findFirst().get
     Files.copy(part, to, StandardCopyOption.REPLACE_EXISTING)
   }
 

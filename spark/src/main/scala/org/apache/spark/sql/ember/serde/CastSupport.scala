@@ -35,7 +35,9 @@ object CastSupport {
           proto.Input
             .newBuilder()
             .setSchema(
-              proto.Schema.newBuilder().addFields(proto.Field.newBuilder().setName("c0").setType(f).setNullable(true))
+              proto.Schema
+                .newBuilder()
+                .addFields(proto.Field.newBuilder().setName("c0").setType(f).setNullable(true))
             )
         )
       _ <- EngineSupport.ask(
