@@ -11,7 +11,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory lint demo bench bench-spark golden \
-	docs clean tpch-data bench-tpch
+	docs plans clean tpch-data bench-tpch
 
 all: jar
 
@@ -59,6 +59,11 @@ test-memory:
 docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite,org.apache.spark.sql.ember.EmberExpressionsDocsSuite \
 		-Dember.writeDocs=true
+
+# Replayable plans for tests/plan_replay.rs: real queries' serialized Plans over a small checked-in Parquet file,
+# their scans' tasks and Spark's answers, written by EmberPlanReplaySuite into native/engine/tests/data/plans/.
+plans: jar-dev
+	$(MVN) test -Dember.suites=org.apache.spark.sql.ember.EmberPlanReplaySuite -Dember.writePlans=true
 
 # The Rust tests' golden tables, recomputed by Spark 4.1.3's Catalyst expressions (dev/golden/generate.py): the
 # decimal arithmetic and JDK 17 cast tables with the default java (JDK 17), the JDK 25 cast table and

@@ -83,7 +83,7 @@ impl NativePlan {
         )?);
 
         let mut planner = Planner::new(inputs);
-        let root = planner.create_plan(root_op)?;
+        let root = crate::planner::expr::with_jdk_feature(config.jdk_feature, || planner.create_plan(root_op))?;
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 
@@ -102,7 +102,7 @@ impl NativePlan {
             "lz4" => SpillCompression::Lz4Frame,
             other => return Err(plan_error(format!("unknown spill compression {other:?}"))),
         };
-        let batch_size = if config.batch_size == 0 { 8192 } else { config.batch_size as usize };
+        let batch_size = crate::defaults::batch_size(config.batch_size);
         let mut session = SessionConfig::new()
             .with_batch_size(batch_size)
             .with_target_partitions(1)

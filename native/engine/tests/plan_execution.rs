@@ -432,3 +432,32 @@ fn plans_can_nest_on_one_thread() {
     assert_eq!(got.len(), 7);
     assert!(got.iter().zip(&expected).all(|(g, e)| spark_order(g, e) == std::cmp::Ordering::Equal));
 }
+
+/// The engine's one support call decides the casts that follow `Double.toString` by the JVM's version in the
+/// request's `ExecConfig`: refused below JDK 19 (with the reason naming it), planned from 19 on and when no JVM
+/// is named (0).
+#[test]
+fn support_of_double_to_string_casts_depends_on_the_jdk() {
+    let schema = Arc::new(Schema::new(vec![Field::new("d", DataType::Float64, true)]));
+    let cast = pb::Expr {
+        kind: Some(pb::expr::Kind::Cast(Box::new(pb::Cast {
+            child: Some(Box::new(col(0, &DataType::Float64))),
+            to: Some(pb_type(&DataType::Utf8)),
+            eval_mode: pb::EvalMode::Legacy as i32,
+            timezone: "UTC".into(),
+            query_context: 0,
+        }))),
+    };
+    let projection = op(
+        1,
+        pb::operator::Kind::Projection(pb::Projection { exprs: vec![cast], names: vec!["s".into()] }),
+        vec![input(0, &schema)],
+    );
+    let support = |jdk| {
+        ember_engine::planner::check_support(&projection, &pb::ExecConfig { jdk_feature: jdk, ..Default::default() })
+    };
+    let refused = support(17).unwrap_err().to_string();
+    assert!(refused.contains("JDK 19") && refused.contains("this JVM is 17"), "{refused}");
+    support(21).unwrap();
+    support(0).unwrap();
+}

@@ -162,6 +162,13 @@ fn run(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef, budge
     }
     assert_eq!(p.memory().0, 0, "the writer's reservation is released at the end");
     let m = p.metrics().into_iter().find(|m| m.id == 1).unwrap();
+    // What crosses JNI: the writer's own values under exactly the names it declares (and reports to the JVM).
+    let reported = ember_engine::metrics::plan_metrics(&p);
+    let mut names: Vec<String> =
+        reported.operators.iter().find(|o| o.id == 1).unwrap().values.iter().map(|v| v.name.clone()).collect();
+    names.sort();
+    let declared = ember_engine::metrics::metric_names().operators.into_iter().find(|o| o.operator == "shuffle_writer");
+    assert_eq!(names, declared.unwrap().names, "the shuffle writer's metric names");
     drop(p);
     let output_batch_bytes = out.iter().map(|b| b.column(1).as_binary::<i32>().value_data().len()).collect();
     Run {

@@ -10,9 +10,6 @@ use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
-use ember_engine::operators::parquet_scan::{
-    DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, RebaseMode, ScanFilter,
-};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::ShuffleBlockReader;
 use ember_engine::proto::InputKind;
@@ -164,8 +161,8 @@ fn handle<'a>(ptr: jlong) -> BridgeResult<&'a mut PlanHandle> {
     if ptr == 0 {
         return Err(BridgeError::Invalid("native plan used after close".into()));
     }
-    // Safety: the pointer came from `createPlan` (Box::into_raw) and the JVM side guarantees it is used by
-    // one thread at a time and closed once.
+    // SAFETY: a non-null handle is a `Box<PlanHandle>` leaked by `createPlan` (`Box::into_raw`) and not yet freed:
+    // the JVM side (`NativePlanIterator`) uses it from one thread at a time and closes it once, after its last use.
     Ok(unsafe { &mut *(ptr as *mut PlanHandle) })
 }
 
@@ -217,8 +214,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             .map_err(|e| BridgeError::Invalid(format!("undecodable task settings: {e}")))?;
         let schemas = ember_engine::planner::input_schemas(&proto)?;
         let kinds = input_kinds(&proto);
-        let batch_size = proto.config.as_ref().map_or(0, |c| c.batch_size as usize);
-        let batch_size = if batch_size == 0 { 8192 } else { batch_size };
+        let batch_size = ember_engine::defaults::batch_size(proto.config.as_ref().map_or(0, |c| c.batch_size));
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
         for (i, addr) in addrs.into_iter().enumerate() {
             let kind = kinds
@@ -233,7 +229,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                 if !source.is_null() || addr == 0 {
                     return Err(BridgeError::Invalid(format!("input #{i} is an Arrow stream, but none was given")));
                 }
-                // Safety: the JVM exported a valid ArrowArrayStream at this address and hands it over.
+                // SAFETY: `addr` (checked non-null) is an `ArrowArrayStream` the JVM exported
+                // (`Data.exportArrayStream`) for this input and hands over: `from_raw` moves it out, leaving the
+                // JVM's struct released, so it is read and released exactly once.
                 let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
                     .map_err(|e| BridgeError::Engine(e.into()))?;
                 inputs.push(Box::new(reader));
@@ -269,76 +267,13 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     let task = env.convert_byte_array(&task)?;
                     let task = ember_engine::proto::ParquetScanTask::decode(task.as_slice())
                         .map_err(|e| BridgeError::Invalid(format!("undecodable Parquet scan task: {e}")))?;
-                    let splits = task
-                        .splits
-                        .into_iter()
-                        .map(|s| {
-                            let partition_values = s
-                                .partition_values
-                                .iter()
-                                .map(ember_engine::planner::types::to_scalar)
-                                .collect::<Result<Vec<_>, _>>()
-                                .map_err(|e| BridgeError::Invalid(format!("Parquet split partition value: {e}")))?;
-                            Ok(ParquetSplit {
-                                path: s.path,
-                                start: s.start,
-                                length: s.length,
-                                display_path: s.display_path,
-                                partition_values,
-                            })
-                        })
-                        .collect::<BridgeResult<Vec<_>>>()?;
-                    let mode = |m: i32| match ember_engine::proto::ParquetScanRebaseMode::try_from(m) {
-                        Ok(ember_engine::proto::ParquetScanRebaseMode::Exception) => Ok(RebaseMode::Exception),
-                        Ok(ember_engine::proto::ParquetScanRebaseMode::Corrected) => Ok(RebaseMode::Corrected),
-                        Ok(ember_engine::proto::ParquetScanRebaseMode::Legacy) => Ok(RebaseMode::Legacy),
-                        Err(_) => Err(BridgeError::Invalid(format!("unknown Parquet rebase mode {m}"))),
-                    };
-                    let rebase = DatetimeRebase {
-                        datetime_mode: mode(task.datetime_rebase_mode)?,
-                        int96_mode: mode(task.int96_rebase_mode)?,
-                        last_switch_julian_day: task.last_switch_julian_day,
-                        last_switch_julian_ts: task.last_switch_julian_ts,
-                    };
-                    let filters = task
-                        .filters
-                        .iter()
-                        .map(|f| {
-                            use ember_engine::proto::ParquetScanFilterOp as P;
-                            let op = match P::try_from(f.op) {
-                                Ok(P::Eq) => FilterOp::Eq,
-                                Ok(P::Lt) => FilterOp::Lt,
-                                Ok(P::Le) => FilterOp::Le,
-                                Ok(P::Gt) => FilterOp::Gt,
-                                Ok(P::Ge) => FilterOp::Ge,
-                                Ok(P::IsNull) => FilterOp::IsNull,
-                                Ok(P::IsNotNull) => FilterOp::IsNotNull,
-                                Ok(P::In) => FilterOp::In,
-                                Err(_) => return Err(BridgeError::Invalid(format!("unknown filter op {}", f.op))),
-                            };
-                            let values = f
-                                .values
-                                .iter()
-                                .map(ember_engine::planner::types::to_scalar)
-                                .collect::<Result<Vec<_>, _>>()
-                                .map_err(|e| BridgeError::Invalid(format!("Parquet scan filter value: {e}")))?;
-                            Ok(ScanFilter { column: f.column as usize, op, values })
-                        })
-                        .collect::<BridgeResult<Vec<_>>>()?;
                     let metrics = env.new_global_ref(&source)?;
                     let source = env.new_global_ref(&source)?;
-                    let reader = ParquetScanReader::new(
+                    let reader = ember_engine::planner::parquet_scan::parquet_scan_reader(
+                        task,
                         schema,
-                        task.columns,
-                        task.case_sensitive,
-                        rebase,
-                        splits,
                         batch_size,
                         move || check_alive(&source),
-                    )
-                    .map_err(|e| BridgeError::Invalid(e.to_string()))?
-                    .with_filters(
-                        filters,
                         Box::new(move |n| {
                             call_source("reporting pruned row groups failed", |env| {
                                 let n = JValue::Long(i64::try_from(n).unwrap_or(i64::MAX));
@@ -346,7 +281,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                                     .map(|_| ())
                             })
                         }),
-                    );
+                    )?;
                     inputs.push(Box::new(reader));
                 }
                 InputKind::ShuffleBlocks | InputKind::BroadcastBlocks => {
@@ -435,7 +370,8 @@ fn next_rows(source: &Global<JObject<'static>>) -> datafusion_common::Result<Opt
         let packed = env.call_method(source, jni_str!("packed"), jni_sig!("()[B"), &[])?;
         let array = JByteArray::cast_local(env, packed.l()?)?;
         let mut out = vec![0u8; len];
-        // Safety: i8 and u8 have the same size and alignment; the slice covers exactly `out`.
+        // SAFETY: `out` is a live, initialized buffer of `len` bytes borrowed mutably for the view's lifetime;
+        // i8 and u8 have the same size and alignment, so the view covers exactly `out`.
         let view = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut i8, len) };
         array.get_region(env, 0, view)?;
         Ok(Some(out))
@@ -463,8 +399,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextBatch<'l>(
                 if array_addr == 0 || schema_addr == 0 {
                     return Err(BridgeError::Invalid("null C data interface address".into()));
                 }
-                // Safety: the JVM allocated these C structs (ArrowArray/ArrowSchema.allocateNew) and imports
-                // them right after this call, taking over their release callbacks.
+                // SAFETY: both addresses (checked non-null) are C structs the JVM allocated for this call
+                // (`ArrowArray/ArrowSchema.allocateNew`), uninitialized, so writing without dropping is right; the
+                // JVM imports them right after, taking over their release callbacks.
                 unsafe {
                     std::ptr::write(array_addr as *mut FFI_ArrowArray, array);
                     std::ptr::write(schema_addr as *mut FFI_ArrowSchema, schema);
@@ -517,7 +454,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_nextRowsInto<'l>(
             return Ok(-(len.max(2) as jlong));
         }
         h.rows_pending = false;
-        // Safety: u8 and i8 have the same size and alignment; the slice covers exactly `h.rows`.
+        // SAFETY: `h.rows` is live and not mutated while the view exists; u8 and i8 have the same size and
+        // alignment, so the view covers exactly its `len` initialized bytes.
         let signed = unsafe { std::slice::from_raw_parts(h.rows.as_ptr() as *const i8, len) };
         buffer.set_region(env, 0, signed)?;
         // Keep the native buffer's capacity for the next batch, but not one a huge row grew it to.
@@ -555,52 +493,46 @@ fn write_rows_bounded(
     Ok((at, (at < rows).then(|| batch.slice(at, rows - at))))
 }
 
-/// Per operator: [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
-/// [reserved bytes now, peak reserved bytes].
+/// What the plan measured (a proto `PlanMetrics`): per operator its baseline values and its own values by
+/// name, and the plan's memory now and at its peak. Read once, when the plan closes.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_metrics<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     ptr: jlong,
-) -> JLongArray<'l> {
-    env.with_env(|env| -> BridgeResult<JLongArray<'l>> {
+) -> JByteArray<'l> {
+    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
         let h = handle(ptr)?;
-        let mut values: Vec<i64> = vec![];
-        for m in h.plan.metrics() {
-            values.extend([
-                m.id as i64,
-                m.output_rows as i64,
-                m.elapsed_compute_ns as i64,
-                m.spill_count as i64,
-                m.spilled_bytes as i64,
-                m.spilled_rows as i64,
-            ]);
-        }
-        let (reserved, peak) = h.plan.memory();
-        values.extend([reserved as i64, peak as i64]);
-        let arr = env.new_long_array(values.len())?;
-        arr.set_region(env, 0, &values)?;
-        Ok(arr)
+        let bytes = ember_engine::metrics::plan_metrics(&h.plan).encode_to_vec();
+        Ok(env.byte_array_from_slice(&bytes)?)
     })
     .resolve::<ThrowEmberException>()
 }
 
-/// Operator-specific metrics as text, one `id\tname\tvalue` line each (names are the native operators' own).
+/// The engine's default for every knob a plan may leave at 0 (a proto `EngineDefaults`): the JVM's
+/// configuration keys take their defaults from it.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_org_ember_jni_NativeLib_namedMetrics<'l>(
+pub extern "system" fn Java_org_ember_jni_NativeLib_defaults<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
-    ptr: jlong,
-) -> JString<'l> {
-    env.with_env(|env| -> BridgeResult<JString<'l>> {
-        let h = handle(ptr)?;
-        let mut text = String::new();
-        for m in h.plan.metrics() {
-            for (name, value) in &m.named {
-                text.push_str(&format!("{}\t{}\t{}\n", m.id, name, value));
-            }
-        }
-        Ok(env.new_string(text)?)
+) -> JByteArray<'l> {
+    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
+        let bytes = ember_engine::defaults::engine_defaults().encode_to_vec();
+        Ok(env.byte_array_from_slice(&bytes)?)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Every operator-specific metric name the engine reports, per proto operator kind (a proto `MetricNames`):
+/// the JVM's tests check each exec's SQL metrics against it.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_metricNames<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JByteArray<'l> {
+    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
+        let bytes = ember_engine::metrics::metric_names().encode_to_vec();
+        Ok(env.byte_array_from_slice(&bytes)?)
     })
     .resolve::<ThrowEmberException>()
 }
@@ -614,7 +546,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
 ) {
     env.with_env(|_env| -> BridgeResult<()> {
         if ptr != 0 {
-            // Safety: created by createPlan; the JVM side closes each handle once.
+            // SAFETY: a non-null handle is a `Box<PlanHandle>` from `createPlan` (`Box::into_raw`); the JVM side
+            // closes each handle once, after its last use, so it is freed exactly once.
             drop(unsafe { Box::from_raw(ptr as *mut PlanHandle) });
         }
         Ok(())
@@ -622,63 +555,25 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// Planning-time question from the driver: can the native engine cast `from` to `to` (proto `DataType`
-/// bytes) in `mode` (proto `EvalMode`) and `timezone` exactly as Spark does on a JVM of major version
-/// `jdk_feature`? Returns null when it can, else the reason.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_org_ember_jni_NativeLib_castSupport<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    from: JByteArray<'l>,
-    to: JByteArray<'l>,
-    mode: jni::sys::jint,
-    timezone: JString<'l>,
-    jdk_feature: jni::sys::jint,
-) -> JString<'l> {
-    env.with_env(|env| -> BridgeResult<JString<'l>> {
-        use ember_engine::expressions::cast;
-        use ember_engine::planner::types::to_arrow_type;
-        use prost::Message;
-        let decode = |bytes: Vec<u8>| -> BridgeResult<arrow::datatypes::DataType> {
-            let t = ember_engine::proto::DataType::decode(bytes.as_slice())
-                .map_err(|e| BridgeError::Invalid(format!("undecodable data type: {e}")))?;
-            Ok(to_arrow_type(&t)?)
-        };
-        let from = decode(env.convert_byte_array(&from)?)?;
-        let to = decode(env.convert_byte_array(&to)?)?;
-        let mode = ember_engine::planner::expr::eval_mode(mode)?;
-        let tz = timezone.to_string();
-        let verdict = if cast::depends_on_java_double_to_string(&from, &to) && (jdk_feature as u32) < cast::FLOAT_TEXT_MIN_JDK
-        {
-            Err(format!(
-                "cast from {from} to {to} follows Java's Double.toString, whose output changed in JDK {}; this JVM is {jdk_feature}",
-                cast::FLOAT_TEXT_MIN_JDK
-            ))
-        } else {
-            cast::supported(&from, &to, mode, &tz)
-        };
-        match verdict {
-            Ok(()) => Ok(JString::null()),
-            Err(reason) => Ok(env.new_string(reason)?),
-        }
-    })
-    .resolve::<ThrowEmberException>()
-}
-
-/// Planning-time question from the driver: does the engine run this operator (a serialized proto `Operator`
-/// whose `Input` leaves carry its children's schemas) exactly as Spark does? Plans it over empty inputs — no
+/// Planning-time question from the driver, the engine's one support call: does the engine run this operator (a
+/// serialized proto `Operator` whose `Input` leaves carry its children's schemas) exactly as Spark does, under
+/// `config` (the session's serialized `ExecConfig`, with the JVM's version)? Plans it over empty inputs — no
 /// data, no memory, nothing executed — and returns null when it plans, else the planning error as the reason.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_planSupport<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     operator: JByteArray<'l>,
+    config: JByteArray<'l>,
 ) -> JString<'l> {
     env.with_env(|env| -> BridgeResult<JString<'l>> {
         let bytes = env.convert_byte_array(&operator)?;
         let op = ember_engine::proto::Operator::decode(bytes.as_slice())
             .map_err(|e| BridgeError::Invalid(format!("undecodable operator: {e}")))?;
-        match ember_engine::planner::check_support(&op) {
+        let config = env.convert_byte_array(&config)?;
+        let config = ember_engine::proto::ExecConfig::decode(config.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable exec config: {e}")))?;
+        match ember_engine::planner::check_support(&op, &config) {
             Ok(()) => Ok(JString::null()),
             Err(DataFusionError::Plan(reason)) => Ok(env.new_string(reason)?),
             Err(e) => Ok(env.new_string(e.to_string())?),

@@ -1,5 +1,16 @@
 //! Ember's own execution operators (DataFusion `ExecutionPlan`s). Each operator is a module; larger ones are
 //! folders in DataFusion's manner (`mod.rs` explains the algorithm, `exec.rs`, `stream.rs`, ...).
+/// Declares an operator's own metric names once: a `const` per name, used where the operator registers the
+/// metric (`MetricBuilder`), and `ALL`, the list the engine reports to the JVM (`metrics::metric_names`), whose
+/// SQL metrics are checked against it.
+macro_rules! metric_names {
+    ($($(#[$doc:meta])* $name:ident = $value:literal),* $(,)?) => {
+        $($(#[$doc])* pub const $name: &str = $value;)*
+        /// Every metric name above.
+        pub const ALL: &[&str] = &[$($name),*];
+    };
+}
+
 pub mod adaptive_aggregate;
 pub mod dynamic_filter;
 pub mod input;

@@ -26,6 +26,17 @@
 //!
 //! Memory: the reservation covers the buffered batches. Not reserved: the block being encoded and the output
 //! batch (at most ~16 MiB plus one block, handed to the JVM).
+
+/// The writer's own metrics, by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(
+        BLOCKS_WRITTEN = "blocks_written",
+        BLOCK_BYTES = "block_bytes",
+        SHUFFLE_ROWS = "shuffle_rows",
+        /// Spills forced by the pool's refusal (the others: `spill_bytes` reached).
+        MEMORY_SPILLS = "memory_spills",
+    );
+}
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::Write;
@@ -323,10 +334,10 @@ impl ShuffleWriterMetrics {
     fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         let b = || MetricBuilder::new(set);
         Self {
-            blocks_written: b().counter("blocks_written", partition),
-            block_bytes: b().counter("block_bytes", partition),
-            shuffle_rows: b().counter("shuffle_rows", partition),
-            memory_spills: b().counter("memory_spills", partition),
+            blocks_written: b().counter(metric_names::BLOCKS_WRITTEN, partition),
+            block_bytes: b().counter(metric_names::BLOCK_BYTES, partition),
+            shuffle_rows: b().counter(metric_names::SHUFFLE_ROWS, partition),
+            memory_spills: b().counter(metric_names::MEMORY_SPILLS, partition),
         }
     }
 }

@@ -230,10 +230,34 @@ fn normalize_float_expr(n: &pb::NormalizeFloat, schema: &Schema) -> Result<Physi
     })
 }
 
+thread_local! {
+    /// The JVM version the plan being built must match (`ExecConfig.jdk_feature`, 0: none): a property of the
+    /// whole plan that only casts read, set around planning by [`with_jdk_feature`] rather than passed through
+    /// every expression's builder.
+    static JDK_FEATURE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` (which plans expressions) for a JVM of major version `jdk_feature` (0: no JVM to match).
+pub fn with_jdk_feature<T>(jdk_feature: u32, f: impl FnOnce() -> T) -> T {
+    let before = JDK_FEATURE.with(|c| c.replace(jdk_feature));
+    let out = f();
+    JDK_FEATURE.with(|c| c.set(before));
+    out
+}
+
 fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {
     let mode = eval_mode(c.eval_mode)?;
     let to = required_type(&c.to)?;
-    let e = cast::create(child(&c.child, schema, "CAST")?, to, mode, &c.timezone, schema)?;
+    let input = child(&c.child, schema, "CAST")?;
+    let jdk = JDK_FEATURE.with(|c| c.get());
+    let from = input.data_type(schema)?;
+    if jdk != 0 && jdk < cast::FLOAT_TEXT_MIN_JDK && cast::depends_on_java_double_to_string(&from, &to) {
+        return Err(plan_error(format!(
+            "cast from {from} to {to} follows Java's Double.toString, whose output changed in JDK {}; this JVM is {jdk}",
+            cast::FLOAT_TEXT_MIN_JDK
+        )));
+    }
+    let e = cast::create(input, to, mode, &c.timezone, schema)?;
     Ok(
         // Spark raises these two from a cast without its query context.
         QueryContextExpr::wrap(e, c.query_context, &["CAST_OVERFLOW", "NUMERIC_OUT_OF_SUPPORTED_RANGE"]),

@@ -3,6 +3,7 @@ pub mod aggregate;
 pub mod dynamic_filter;
 pub mod expr;
 pub mod functions;
+pub mod parquet_scan;
 pub mod prefix_window;
 pub mod spilling_hash_join;
 pub mod take_ordered_and_project;
@@ -35,7 +36,10 @@ pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::Sc
 /// Whether the engine runs `op` natively over inputs of the schemas its `Input` leaves declare: the planning
 /// error, if any, is the reason it does not. Asked by the driver (no data, no memory, nothing executed), so that
 /// the engine alone decides what it supports and a disagreement is a fallback there, never a task failure.
-pub fn check_support(op: &pb::Operator) -> Result<()> {
+///
+/// `config` is the session's `ExecConfig` the plan will carry (its `jdk_feature` decides the casts that follow
+/// `Double.toString`).
+pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
     let mut schemas = vec![];
     collect_input_schemas(op, &mut schemas)?;
     let count = schemas.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
@@ -45,7 +49,7 @@ pub fn check_support(op: &pb::Operator) -> Result<()> {
         let schema = schema.ok_or_else(|| plan_error(format!("no input #{i} in the operator")))?;
         inputs.push(Box::new(arrow::record_batch::RecordBatchIterator::new(std::iter::empty(), schema)));
     }
-    Planner::new(inputs).create_plan(op).map(|_| ())
+    expr::with_jdk_feature(config.jdk_feature, || Planner::new(inputs).create_plan(op).map(|_| ()))
 }
 
 fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {

@@ -19,6 +19,7 @@ use datafusion_physical_plan::{
 };
 
 use super::gate::GateConfig;
+use super::metric_names;
 use super::stream::{group_schema, AdaptiveAggregateStream};
 
 /// A partial (`AggregateMode::Partial`) grouped aggregate whose output — group keys, then each aggregate's
@@ -60,15 +61,15 @@ impl AdaptiveAggregateMetrics {
     fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         let b = || MetricBuilder::new(set);
         Self {
-            switches_to_pass_through: b().counter("switches_to_pass_through", partition),
-            switches_to_aggregate: b().counter("switches_to_aggregate", partition),
-            pass_through_at_row: b().gauge("pass_through_at_row", partition),
-            rows_passed_through: b().counter("rows_passed_through", partition),
-            estimated_groups: b().counter("estimated_groups", partition),
-            actual_groups: b().counter("actual_groups", partition),
-            memory_emits: b().counter("memory_emits", partition),
-            sketch_time: b().subset_time("sketch_time", partition),
-            aggregate_time: b().subset_time("aggregate_time", partition),
+            switches_to_pass_through: b().counter(metric_names::SWITCHES_TO_PASS_THROUGH, partition),
+            switches_to_aggregate: b().counter(metric_names::SWITCHES_TO_AGGREGATE, partition),
+            pass_through_at_row: b().gauge(metric_names::PASS_THROUGH_AT_ROW, partition),
+            rows_passed_through: b().counter(metric_names::ROWS_PASSED_THROUGH, partition),
+            estimated_groups: b().counter(metric_names::ESTIMATED_GROUPS, partition),
+            actual_groups: b().counter(metric_names::ACTUAL_GROUPS, partition),
+            memory_emits: b().counter(metric_names::MEMORY_EMITS, partition),
+            sketch_time: b().subset_time(metric_names::SKETCH_TIME, partition),
+            aggregate_time: b().subset_time(metric_names::AGGREGATE_TIME, partition),
         }
     }
 }

@@ -28,6 +28,21 @@
 //!
 //! Metrics: switches to pass-through (and back), the input row of the first switch, rows passed through,
 //! estimated vs exact groups of the emitted states, early emits, sketch time vs aggregation time.
+
+/// The partial aggregate's own metrics (`AdaptiveAggregateMetrics`), by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(
+        SWITCHES_TO_PASS_THROUGH = "switches_to_pass_through",
+        SWITCHES_TO_AGGREGATE = "switches_to_aggregate",
+        PASS_THROUGH_AT_ROW = "pass_through_at_row",
+        ROWS_PASSED_THROUGH = "rows_passed_through",
+        ESTIMATED_GROUPS = "estimated_groups",
+        ACTUAL_GROUPS = "actual_groups",
+        MEMORY_EMITS = "memory_emits",
+        SKETCH_TIME = "sketch_time",
+        AGGREGATE_TIME = "aggregate_time",
+    );
+}
 pub mod exec;
 pub mod gate;
 pub mod sketch;

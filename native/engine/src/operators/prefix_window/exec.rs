@@ -18,6 +18,7 @@ use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 
+use super::metric_names;
 use super::spec::{FrameCounters, WindowConfig, WindowSpec};
 use super::stream::WindowStream;
 
@@ -115,11 +116,12 @@ impl ExecutionPlan for PrefixWindowExec {
         // spill), so a small segment may draw on the pool's headroom (see `memory.rs`) instead of failing.
         let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]")).register(context.memory_pool());
         let counters = FrameCounters {
-            prefix: MetricBuilder::new(&self.metrics).counter("prefix_frames", partition),
-            refold: MetricBuilder::new(&self.metrics).counter("refold_frames", partition),
-            segmented_partitions: MetricBuilder::new(&self.metrics).counter("segmented_partitions", partition),
-            segments: MetricBuilder::new(&self.metrics).counter("window_segments", partition),
-            spilled_partitions: MetricBuilder::new(&self.metrics).counter("spilled_partitions", partition),
+            prefix: MetricBuilder::new(&self.metrics).counter(metric_names::PREFIX_FRAMES, partition),
+            refold: MetricBuilder::new(&self.metrics).counter(metric_names::REFOLD_FRAMES, partition),
+            segmented_partitions: MetricBuilder::new(&self.metrics)
+                .counter(metric_names::SEGMENTED_PARTITIONS, partition),
+            segments: MetricBuilder::new(&self.metrics).counter(metric_names::WINDOW_SEGMENTS, partition),
+            spilled_partitions: MetricBuilder::new(&self.metrics).counter(metric_names::SPILLED_PARTITIONS, partition),
         };
         // Spill files of partitions too large for memory (metrics `spill_count`, `spilled_bytes`, `spilled_rows`).
         let spill =

@@ -54,6 +54,17 @@
 //! the peer group, offsets above 2^20) neither segment nor spill: a partition larger than
 //! the pool grants is a `ResourcesExhausted` error naming the expression that keeps it in memory; so is a single
 //! peer group larger than the pool when cuts must fall between peer groups (rank, dense_rank, RANGE frames).
+
+/// The window's own metrics, by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(
+        PREFIX_FRAMES = "prefix_frames",
+        REFOLD_FRAMES = "refold_frames",
+        SEGMENTED_PARTITIONS = "segmented_partitions",
+        WINDOW_SEGMENTS = "window_segments",
+        SPILLED_PARTITIONS = "spilled_partitions",
+    );
+}
 mod exec;
 pub mod extrema;
 pub mod frames;

@@ -29,6 +29,11 @@
 //! when every input row is a new group). Groups of spilled partitions follow, in any case, after them.
 //!
 //! Metrics: `radix_partitions` (0 while one table sufficed), `spilled_partitions`, DataFusion's spill metrics.
+
+/// The merging aggregate's own metrics, by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(RADIX_PARTITIONS = "radix_partitions", SPILLED_PARTITIONS = "spilled_partitions",);
+}
 pub mod exec;
 mod stream;
 

@@ -26,6 +26,7 @@ use datafusion_physical_plan::metrics::{
 use datafusion_physical_plan::spill::SpillManager;
 use futures::{Stream, StreamExt};
 
+use super::metric_names;
 use crate::operators::shared::{batch_slices, create_group_accumulator};
 use crate::operators::spill::{read_compacted, CoalescingWriter};
 
@@ -51,8 +52,8 @@ pub(super) struct RadixMetrics {
 impl RadixMetrics {
     pub(super) fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
-            radix_partitions: MetricBuilder::new(set).gauge("radix_partitions", partition),
-            spilled_partitions: MetricBuilder::new(set).counter("spilled_partitions", partition),
+            radix_partitions: MetricBuilder::new(set).gauge(metric_names::RADIX_PARTITIONS, partition),
+            spilled_partitions: MetricBuilder::new(set).counter(metric_names::SPILLED_PARTITIONS, partition),
             spill: SpillMetrics::new(set, partition),
         }
     }

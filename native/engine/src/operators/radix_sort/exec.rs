@@ -20,6 +20,7 @@ use datafusion_physical_plan::{
 use futures::{StreamExt, TryStreamExt};
 
 use super::keys::{packable, radix_sort, KeyLayout, KeyValues, Packed};
+use super::metric_names;
 use crate::operators::once::OnceExec;
 
 /// Spark's `SortExec` for keys that pack into one integer per row (see the module doc); what does not fit in
@@ -104,8 +105,8 @@ impl ExecutionPlan for RadixSortExec {
                 .with_can_spill(true)
                 .register(context.memory_pool()),
             baseline: BaselineMetrics::new(&self.metrics, partition),
-            packed_rows: MetricBuilder::new(&self.metrics).counter("packed_sort_rows", partition),
-            fallbacks: MetricBuilder::new(&self.metrics).counter("sort_fallbacks", partition),
+            packed_rows: MetricBuilder::new(&self.metrics).counter(metric_names::PACKED_SORT_ROWS, partition),
+            fallbacks: MetricBuilder::new(&self.metrics).counter(metric_names::SORT_FALLBACKS, partition),
             fallback_plans: self.fallbacks.clone(),
             batch_size: context.session_config().batch_size().max(1),
             context,

@@ -20,6 +20,16 @@
 //! same batches again and spills), or key ranges that need more than 128 bits with the position. Its metrics
 //! (spills) are reported as this operator's. Top-k sorts (`fetch`) and other key types are planned as
 //! DataFusion's sort directly.
+
+/// The sort's own metrics, by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(
+        /// Rows sorted by the packed-key radix sort.
+        PACKED_SORT_ROWS = "packed_sort_rows",
+        /// Sorts handed to DataFusion's merge sort (memory, key width).
+        SORT_FALLBACKS = "sort_fallbacks",
+    );
+}
 mod exec;
 mod keys;
 

@@ -34,6 +34,24 @@
 //! be reserved, the join fails with `ResourcesExhausted`; with spilling disabled
 //! (`SpillingHashJoinConfig::spill_enabled`, proto `spill_disabled`) so does the first refusal. Spill files are
 //! reference-counted temp files: they are deleted when the stream finishes, fails or is dropped.
+
+/// The join's own metrics (`JoinMetrics`), by the names the JVM's SQL metrics use.
+pub mod metric_names {
+    metric_names!(
+        BUILD_ROWS = "build_rows",
+        PROBE_ROWS = "probe_rows",
+        SPILLED_BUCKETS = "spilled_buckets",
+        SPLIT_BUCKETS = "split_buckets",
+        CHUNKED_BUCKETS = "chunked_buckets",
+        PEAK_RESERVED_BYTES = "peak_reserved_bytes",
+        DYNAMIC_FILTER_ROWS_CHECKED = "dynamic_filter_rows_checked",
+        DYNAMIC_FILTER_ROWS_PRUNED = "dynamic_filter_rows_pruned",
+        DYNAMIC_FILTER_KEPT = "dynamic_filter_kept",
+        DYNAMIC_FILTER_GATED_OFF = "dynamic_filter_gated_off",
+        DYNAMIC_FILTER_BYTES = "dynamic_filter_bytes",
+        DYNAMIC_FILTER_TIME = "dynamic_filter_time",
+    );
+}
 mod buckets;
 mod chunks;
 mod exec;

@@ -26,6 +26,7 @@ use futures::{Stream, StreamExt};
 use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
 use super::exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig};
+use super::metric_names;
 use crate::operators::dynamic_filter::{exact_key_type, DynamicFilter};
 use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
@@ -56,18 +57,21 @@ pub(crate) struct JoinMetrics {
 impl JoinMetrics {
     pub(crate) fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
-            build_rows: MetricBuilder::new(metrics).counter("build_rows", partition),
-            probe_rows: MetricBuilder::new(metrics).counter("probe_rows", partition),
-            spilled_buckets: MetricBuilder::new(metrics).counter("spilled_buckets", partition),
-            split_buckets: MetricBuilder::new(metrics).counter("split_buckets", partition),
-            chunked_buckets: MetricBuilder::new(metrics).counter("chunked_buckets", partition),
-            peak_reserved: MetricBuilder::new(metrics).gauge("peak_reserved_bytes", partition),
-            dynamic_filter_rows_checked: MetricBuilder::new(metrics).counter("dynamic_filter_rows_checked", partition),
-            dynamic_filter_rows_pruned: MetricBuilder::new(metrics).counter("dynamic_filter_rows_pruned", partition),
-            dynamic_filter_kept: MetricBuilder::new(metrics).counter("dynamic_filter_kept", partition),
-            dynamic_filter_gated_off: MetricBuilder::new(metrics).counter("dynamic_filter_gated_off", partition),
-            dynamic_filter_bytes: MetricBuilder::new(metrics).gauge("dynamic_filter_bytes", partition),
-            dynamic_filter_time: MetricBuilder::new(metrics).subset_time("dynamic_filter_time", partition),
+            build_rows: MetricBuilder::new(metrics).counter(metric_names::BUILD_ROWS, partition),
+            probe_rows: MetricBuilder::new(metrics).counter(metric_names::PROBE_ROWS, partition),
+            spilled_buckets: MetricBuilder::new(metrics).counter(metric_names::SPILLED_BUCKETS, partition),
+            split_buckets: MetricBuilder::new(metrics).counter(metric_names::SPLIT_BUCKETS, partition),
+            chunked_buckets: MetricBuilder::new(metrics).counter(metric_names::CHUNKED_BUCKETS, partition),
+            peak_reserved: MetricBuilder::new(metrics).gauge(metric_names::PEAK_RESERVED_BYTES, partition),
+            dynamic_filter_rows_checked: MetricBuilder::new(metrics)
+                .counter(metric_names::DYNAMIC_FILTER_ROWS_CHECKED, partition),
+            dynamic_filter_rows_pruned: MetricBuilder::new(metrics)
+                .counter(metric_names::DYNAMIC_FILTER_ROWS_PRUNED, partition),
+            dynamic_filter_kept: MetricBuilder::new(metrics).counter(metric_names::DYNAMIC_FILTER_KEPT, partition),
+            dynamic_filter_gated_off: MetricBuilder::new(metrics)
+                .counter(metric_names::DYNAMIC_FILTER_GATED_OFF, partition),
+            dynamic_filter_bytes: MetricBuilder::new(metrics).gauge(metric_names::DYNAMIC_FILTER_BYTES, partition),
+            dynamic_filter_time: MetricBuilder::new(metrics).subset_time(metric_names::DYNAMIC_FILTER_TIME, partition),
             spill: SpillMetrics::new(metrics, partition),
             baseline: BaselineMetrics::new(metrics, partition),
         }

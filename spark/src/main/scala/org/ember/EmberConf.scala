@@ -1,6 +1,7 @@
 package org.ember
 
 import org.apache.spark.sql.internal.SQLConf
+import org.ember.jni.NativeLib
 
 /**
  * Every Ember configuration key, with its default and what a user sees change. `docs/configs.md` is
@@ -41,6 +42,15 @@ object EmberConf {
     "spark.ember.slidingSumRewrite.enabled" -> "spark.ember.window.prefixRewrite.enabled",
     "spark.ember.slidingSumRewrite.minTotalWidth" -> "spark.ember.window.prefixRewrite.minTotalWidth"
   )
+
+  /**
+   * The engine's defaults (`NativeLib.defaults`): the one home of every default a plan may also leave at 0,
+   * read once. Without the native library (Ember then stays off) every one is 0, which the engine reads as its
+   * default.
+   */
+  private lazy val engine: proto.EngineDefaults =
+    if (NativeLib.isAvailable) proto.EngineDefaults.parseFrom(NativeLib.defaults())
+    else proto.EngineDefaults.getDefaultInstance
 
   private val entries = scala.collection.mutable.ArrayBuffer.empty[Entry[_]]
 
@@ -130,7 +140,7 @@ object EmberConf {
 
   val PREFIX_WINDOW_SEGMENT_ROWS: Entry[Long] = long(
     "spark.ember.prefixWindow.segmentRows",
-    default = 16384,
+    default = engine.getPrefixWindowSegmentRows,
     "A native window partition longer than this many rows is evaluated in segments of about this size (plus " +
       "the rows its frames and lag/lead offsets reach before and after, and carried running sums, counts, " +
       "extrema and ranks) when every window expression needs only a bounded neighbourhood of each row: ROWS " +
@@ -180,14 +190,14 @@ object EmberConf {
 
   val AGG_ADAPTIVE_MIN_ROWS: Entry[Long] = long(
     "spark.ember.aggregate.adaptivePartial.minRows",
-    default = 100000,
+    default = engine.getAdaptivePartialMinRows,
     "Input rows a native partial aggregate combines before it first estimates whether combining pays."
   )
 
   val AGG_ADAPTIVE_MIN_REDUCTION: Entry[Double] = register(
     Entry[Double](
       "spark.ember.aggregate.adaptivePartial.minReduction",
-      0.2,
+      engine.getAdaptivePartialMinReduction,
       "A native partial aggregate passes rows through when combining is estimated to remove less than this " +
         "share (0..1) of its input rows; higher values pass through sooner.",
       _.trim.toDouble
@@ -196,7 +206,7 @@ object EmberConf {
 
   val AGG_ADAPTIVE_PRECISION: Entry[Long] = long(
     "spark.ember.aggregate.adaptivePartial.precision",
-    default = 14,
+    default = engine.getAdaptivePartialPrecision.toLong,
     "HyperLogLog++ precision (4..18) of the partial aggregate's key sketches: 2^p registers, ~1.04/sqrt(2^p) " +
       "relative error (0.8% at 14, 12 KiB per sketch)."
   )
@@ -224,7 +234,7 @@ object EmberConf {
 
   val AGG_RADIX_MIN_GROUPS: Entry[Long] = long(
     "spark.ember.aggregate.radix.minGroups",
-    default = 131072,
+    default = engine.getRadixMergeMinGroups,
     "Groups the native merging aggregate holds in one hash table before it splits into partitions."
   )
 
@@ -267,7 +277,7 @@ object EmberConf {
 
   val BATCH_SIZE: Entry[Long] = long(
     "spark.ember.batchSize",
-    default = 8192,
+    default = engine.getBatchSize.toLong,
     "Rows per Arrow batch between Spark and the native engine, and inside it."
   )
 
@@ -291,7 +301,7 @@ object EmberConf {
     "spark.ember.sort.spillReservationBytes",
     default = 0,
     "Memory a native sort sets aside up front for merging its spill files; 0 uses Ember's default " +
-      "(1 MiB). Never set it above a task's smallest share of off-heap memory: a sort that cannot reserve it fails."
+      s"(${engine.getSortSpillReservationBytes >> 20} MiB). Never set it above a task's smallest share of off-heap memory: a sort that cannot reserve it fails."
   )
 
   // --- Shuffled hash join ---
@@ -399,7 +409,7 @@ object EmberConf {
 
   val SPILLING_HASH_JOIN_BUCKET_BITS: Entry[Long] = long(
     "spark.ember.spillingHashJoin.bucketBits",
-    default = 4,
+    default = engine.getSpillingHashJoinBucketBits.toLong,
     "Fan-out of the native hash join when it spills: 2^bits hash buckets per (re)split, 1..16."
   )
 

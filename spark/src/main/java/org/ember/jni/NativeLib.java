@@ -89,31 +89,30 @@ public final class NativeLib {
   public static native long nextRowsInto(long handle, byte[] buffer);
 
   /**
-   * Per operator [id, output rows, elapsed compute ns, spill count, spilled bytes, spilled rows]*, then
-   * [reserved bytes, peak reserved bytes].
+   * What the plan measured, a serialized proto PlanMetrics: per operator (by id) its baseline values and its own
+   * values by name, the plan's reserved and peak memory. A node shows the values whose names it declares as SQL
+   * metrics.
    */
-  public static native long[] metrics(long handle);
+  public static native byte[] metrics(long handle);
 
   /**
-   * Operator-specific metrics, one "id\tname\tvalue" line each; a node shows those whose names it declares
-   * as SQL metrics.
+   * The engine's default for every knob a plan may leave at 0: a serialized proto EngineDefaults, the defaults
+   * of the matching configuration keys.
    */
-  public static native String namedMetrics(long handle);
+  public static native byte[] defaults();
 
   /**
-   * Whether the engine casts {@code from} to {@code to} (serialized proto DataTypes) in {@code evalMode} (proto
-   * EvalMode number) and {@code timezone} exactly as Spark does on a JVM of major version {@code jdkFeature}:
-   * null if so, else the reason. Asked by the driver at planning time.
+   * Every operator-specific metric name the engine reports, per proto Operator kind: a serialized proto
+   * MetricNames (checked against the execs' SQL metrics by the tests).
    */
-  public static native String castSupport(
-      byte[] from, byte[] to, int evalMode, String timezone, int jdkFeature);
+  public static native byte[] metricNames();
 
   /**
    * Whether the engine plans {@code operator} (a serialized proto Operator whose Input leaves carry its children's
-   * schemas): null if so, else the planning error as the reason. Asked by the driver at planning time; nothing is
+   * schemas) under {@code execConfig} (the session's serialized ExecConfig, with the JVM's version): null if so, else the planning error as the reason. Asked by the driver at planning time; nothing is
    * executed.
    */
-  public static native String planSupport(byte[] operator);
+  public static native String planSupport(byte[] operator, byte[] execConfig);
 
   /** Frees the plan: memory goes back to Spark, spill files are deleted. Call once. */
   public static native void closePlan(long handle);

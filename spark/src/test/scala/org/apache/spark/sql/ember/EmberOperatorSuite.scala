@@ -3,6 +3,7 @@ package org.apache.spark.sql.ember
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.functions._
+import org.ember.proto
 
 /** Filter, project, sort and limit over random data, Ember off vs on, under ANSI on and off. */
 class EmberOperatorSuite extends EmberQueryTest {
@@ -11,6 +12,21 @@ class EmberOperatorSuite extends EmberQueryTest {
 
   private val orderable =
     Seq("b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "dec38", "s", "bin", "dt", "ts", "ntz")
+
+  test("metrics: every name the JVM shows natively is one the engine declares") {
+    // Nodes in a plan are checked by every checkSparkAnswerAndNative; the shuffle writer never is in one.
+    assertNamesDeclared(
+      proto.Operator.KindCase.SHUFFLE_WRITER,
+      EmberShuffleWriterExec.ownMetrics(spark.sparkContext, "rows").keySet,
+      "EmberShuffleWriterExec"
+    )
+    val declared = EmberQueryTest.engineMetricNames
+    assert(declared("spilling_hash_join").contains("build_rows"), declared)
+    // The check fails on a name the engine does not declare.
+    intercept[org.scalatest.exceptions.TestFailedException](
+      assertNamesDeclared(proto.Operator.KindCase.SORT, Set("packed_sort_rowz"), "EmberSortExec")
+    )
+  }
 
   test("project: columns and literals of every type") {
     bothAnsiModes { _ =>

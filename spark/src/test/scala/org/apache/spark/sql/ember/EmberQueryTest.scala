@@ -1,5 +1,7 @@
 package org.apache.spark.sql.ember
 
+import java.util.Locale
+
 import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
 
@@ -23,6 +25,8 @@ import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
+import org.ember.jni.NativeLib
+import org.ember.proto
 
 /**
  * Test base: every check runs the query with Ember off (Spark's answer) and on, compares the rows exactly
@@ -118,8 +122,29 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
         )
       }
       assertNoNativeMemoryHeld()
+      assertMetricNamesNative(natives)
       df
     }
+  }
+
+  /**
+   * Every metric a native node shows under its native operator's own name is one the engine declares for that
+   * operator's proto kind (`NativeLib.metricNames`, from each Rust operator's `metric_names`): a name that
+   * drifted on either side would silently show 0.
+   */
+  protected def assertMetricNamesNative(nodes: Seq[EmberExec]): Unit =
+    nodes.filter(_.nativeMetricNames.nonEmpty).foreach { n =>
+      assertNamesDeclared(n.nativeOperator.getKindCase, n.nativeMetricNames, n.nodeName)
+    }
+
+  protected def assertNamesDeclared(kind: proto.Operator.KindCase, names: Set[String], node: String): Unit = {
+    val declared = EmberQueryTest.engineMetricNames.getOrElse(kind.name.toLowerCase(Locale.ROOT), Set.empty)
+    val unknown = names -- declared
+    assert(
+      unknown.isEmpty,
+      s"$node shows metrics ${unknown.mkString(", ")} that the engine's $kind operator does not declare " +
+        s"(it declares ${declared.mkString(", ")})"
+    )
   }
 
   /** The Spark operator each native one replaces. */
@@ -202,4 +227,18 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     Seq(true, false).foreach(ansi => withSQLConf(SQLConf.ANSI_ENABLED.key -> ansi.toString)(f(ansi)))
 
   protected def cls[T <: EmberExec](implicit t: ClassTag[T]): Class[T] = t.runtimeClass.asInstanceOf[Class[T]]
+}
+
+object EmberQueryTest {
+
+  /** The engine's operator-specific metric names, by proto operator kind (field name). */
+  lazy val engineMetricNames: Map[String, Set[String]] = {
+    NativeLib.load()
+    proto.MetricNames
+      .parseFrom(NativeLib.metricNames())
+      .getOperatorsList
+      .asScala
+      .map(o => o.getOperator -> o.getNamesList.asScala.toSet)
+      .toMap
+  }
 }

@@ -4,6 +4,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.reflect.ClassTag
 import scala.jdk.CollectionConverters._
 
+import org.apache.spark.SparkContext
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -51,22 +52,38 @@ trait EmberExec extends SparkPlan {
   override protected def doExecute(): RDD[InternalRow] =
     throw new IllegalStateException(s"$nodeName produces columnar batches only")
 
-  override lazy val metrics: Map[String, SQLMetric] = Map(
-    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
-    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sparkContext, "native elapsed compute"),
-    "spillCount" -> SQLMetrics.createMetric(sparkContext, "native spill count"),
-    "spilledBytes" -> SQLMetrics.createSizeMetric(sparkContext, "native spilled bytes"),
-    "spilledRows" -> SQLMetrics.createMetric(sparkContext, "native spilled rows"),
-    "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "native peak reserved memory")
-  ) ++ operatorMetrics
+  override lazy val metrics: Map[String, SQLMetric] =
+    EmberExec.baselineMetrics(sparkContext, "number of output rows") ++ operatorMetrics
 
   /**
-   * This operator's own metrics, keyed by the names its native operator registers them under (a DataFusion
-   * `MetricBuilder` counter, gauge or timer): the native values are added to them when a task's plan closes.
+   * This operator's own metrics, keyed by the names its native operator declares (its Rust module's
+   * `metric_names`; proto `PlanMetrics` brings their values when a task's plan closes).
    */
   protected def operatorMetrics: Map[String, SQLMetric] = Map.empty
 
+  /**
+   * The metrics the native operator fills by name: the tests check each against the names the engine declares
+   * for this operator's proto kind (`NativeLib.metricNames`).
+   */
+  def nativeMetricNames: Set[String] = operatorMetrics.keySet
+
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = EmberBlock.execute(this)
+}
+
+object EmberExec {
+
+  /**
+   * Every native operator's baseline metrics: proto `OperatorMetrics`' typed fields, and the plan's peak memory
+   * (`PlanMetrics.peak_reserved_bytes`, shown on the block's top node). `rowsLabel` says what its rows are.
+   */
+  def baselineMetrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sc, rowsLabel),
+    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sc, "native elapsed compute"),
+    "spillCount" -> SQLMetrics.createMetric(sc, "native spill count"),
+    "spilledBytes" -> SQLMetrics.createSizeMetric(sc, "native spilled bytes"),
+    "spilledRows" -> SQLMetrics.createMetric(sc, "native spilled rows"),
+    "peakMemory" -> SQLMetrics.createSizeMetric(sc, "native peak reserved memory")
+  )
 }
 
 /** The leaf of a native block: the output of a Spark child, converted to Arrow batches. */
@@ -81,6 +98,7 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     }
     proto.Operator.newBuilder().setInput(proto.Input.newBuilder().setSchema(schema)).build()
   }
+  override def nativeMetricNames: Set[String] = Set.empty
   // Filled on the JVM side (RangeSlices, NativeParquetScan), not by the native operator.
   override protected def operatorMetrics: Map[String, SQLMetric] = Map(
     "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range"),
@@ -248,13 +266,7 @@ object EmberBlock {
         f.toBuilder.setName(s"c$i").build()
       }.asJava)
       .build()
-    val config = proto.ExecConfig
-      .newBuilder()
-      .setBatchSize(EmberConf.BATCH_SIZE.get(conf).toInt)
-      .setSessionTimezone(tz)
-      .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
-      .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
-      .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
+    val config = execConfig(conf)
     Built(
       proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
       inputs.toSeq,
@@ -262,8 +274,22 @@ object EmberBlock {
     )
   }
 
+  /**
+   * The session's settings every plan carries (and every support question is asked under): batch size, time
+   * zone, spill knobs and the JVM's version, which decides the casts that follow `Double.toString`.
+   */
+  def execConfig(conf: SQLConf): proto.ExecConfig = proto.ExecConfig
+    .newBuilder()
+    .setBatchSize(EmberConf.BATCH_SIZE.get(conf).toInt)
+    .setSessionTimezone(conf.sessionLocalTimeZone)
+    .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
+    .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
+    .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
+    .setJdkFeature(Runtime.version().feature())
+    .build()
+
   /** `plan` with `kinds(i)` as the kind of its Input leaf `i`. */
-  private def withInputKinds(plan: proto.Plan, kinds: Seq[proto.InputKind]): proto.Plan = {
+  def withInputKinds(plan: proto.Plan, kinds: Seq[proto.InputKind]): proto.Plan = {
     def set(op: proto.Operator): proto.Operator =
       if (op.hasInput) {
         op.toBuilder.setInput(op.getInput.toBuilder.setKind(kinds(op.getInput.getInputIndex))).build()

@@ -163,16 +163,14 @@ case class EmberShuffleWriterExec(
 object EmberShuffleWriterExec {
 
   /**
-   * What the native writer reports (keys as `EmberExec` and the writer's `MetricBuilder` counters name them),
-   * for the exchange that runs it; `rowsLabel` says what its rows are to that exchange.
+   * What the native writer reports (its own metrics under the names its Rust module declares), for the exchange
+   * that runs it; `rowsLabel` says what its rows are to that exchange.
    */
-  def metrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
-    "numOutputRows" -> SQLMetrics.createMetric(sc, "blocks out of the native writer"),
-    "elapsedCompute" -> SQLMetrics.createNanoTimingMetric(sc, "native elapsed compute"),
-    "spillCount" -> SQLMetrics.createMetric(sc, "native spill count"),
-    "spilledBytes" -> SQLMetrics.createSizeMetric(sc, "native spilled bytes"),
-    "spilledRows" -> SQLMetrics.createMetric(sc, "native spilled rows"),
-    "peakMemory" -> SQLMetrics.createSizeMetric(sc, "native peak reserved memory"),
+  def metrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] =
+    EmberExec.baselineMetrics(sc, "blocks out of the native writer") ++ ownMetrics(sc, rowsLabel)
+
+  /** The writer's own metrics, filled by name (checked by the tests against the engine's names). */
+  def ownMetrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
     "shuffle_rows" -> SQLMetrics.createMetric(sc, rowsLabel),
     "blocks_written" -> SQLMetrics.createMetric(sc, "Arrow IPC blocks written"),
     "block_bytes" -> SQLMetrics.createSizeMetric(sc, "Arrow IPC block bytes")

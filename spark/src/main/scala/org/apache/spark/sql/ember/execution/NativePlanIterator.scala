@@ -179,28 +179,17 @@ class NativePlanIterator(
   }
 
   private def reportMetrics(): Unit = {
-    val values = NativeLib.metrics(handle)
-    val perOperator = (values.length - 2) / 6
-    for (i <- 0 until perOperator) {
-      val base = i * 6
-      val id = values(base).toInt
-      if (id >= 0 && id < metrics.size) {
-        val m = metrics(id)
-        m("numOutputRows").add(values(base + 1))
-        m("elapsedCompute").add(values(base + 2))
-        m("spillCount").add(values(base + 3))
-        m("spilledBytes").add(values(base + 4))
-        m("spilledRows").add(values(base + 5))
-      }
+    val plan = proto.PlanMetrics.parseFrom(NativeLib.metrics(handle))
+    for (op <- plan.getOperatorsList.asScala if op.getId >= 0 && op.getId < metrics.size) {
+      val m = metrics(op.getId)
+      m("numOutputRows").add(op.getOutputRows)
+      m("elapsedCompute").add(op.getElapsedComputeNs)
+      m("spillCount").add(op.getSpillCount)
+      m("spilledBytes").add(op.getSpilledBytes)
+      m("spilledRows").add(op.getSpilledRows)
+      for (v <- op.getValuesList.asScala) m.get(v.getName).foreach(_.add(v.getValue))
     }
-    if (metrics.nonEmpty) metrics.head("peakMemory").add(values(values.length - 1))
-    for (line <- NativeLib.namedMetrics(handle).split('\n') if line.nonEmpty) {
-      line.split('\t') match {
-        case Array(id, name, value) if id.toInt >= 0 && id.toInt < metrics.size =>
-          metrics(id.toInt).get(name).foreach(_.add(value.toLong))
-        case _ =>
-      }
-    }
+    if (metrics.nonEmpty) metrics.head("peakMemory").add(plan.getPeakReservedBytes)
   }
 
   override def close(): Unit = if (!closed) {

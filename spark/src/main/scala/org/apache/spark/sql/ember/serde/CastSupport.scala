@@ -2,31 +2,50 @@ package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.EvalMode
 import org.apache.spark.sql.types._
-import org.ember.jni.NativeLib
+import org.ember.proto
 
 /**
- * Which casts run natively: the native engine answers itself (`cast::supported` in
- * `native/engine/src/expressions/cast`), so the JVM never keeps a second copy of its support matrix.
+ * Which casts run natively, asked of the engine one cast at a time so that the reason names the cast: a
+ * projection of the cast over one input column of the source type goes through the engine's one support call
+ * (`EngineSupport.ask`; `cast::supported` and the JDK rule in the planner decide), so the JVM never keeps a
+ * second copy of the engine's support matrix. The operator holding the cast is asked again as a whole.
  */
 object CastSupport {
-  private val jdkFeature = Runtime.version().feature()
 
-  def check(from: DataType, to: DataType, mode: EvalMode.Value, timeZoneId: String): Either[String, Unit] = {
-    if (!NativeLib.isAvailable) return Left("the native library is not available on the driver")
-    (for {
+  def check(from: DataType, to: DataType, mode: EvalMode.Value, timeZoneId: String): Either[String, Unit] =
+    for {
       f <- TypeSerde.convert(from, timeZoneId)
       t <- TypeSerde.convert(to, timeZoneId)
-    } yield (f, t)).flatMap { case (f, t) =>
-      Option(
-        NativeLib.castSupport(
-          f.toByteArray,
-          t.toByteArray,
-          ExprSerde.evalMode(mode).getNumber,
-          timeZoneId,
-          jdkFeature
+      column = proto.Expr
+        .newBuilder()
+        .setColumn(proto.ColumnRef.newBuilder().setIndex(0).setType(f).setNullable(true))
+      cast = proto.Expr
+        .newBuilder()
+        .setCast(
+          proto.Cast
+            .newBuilder()
+            .setChild(column)
+            .setTo(t)
+            .setEvalMode(ExprSerde.evalMode(mode))
+            .setTimezone(timeZoneId)
         )
+      input = proto.Operator
+        .newBuilder()
+        .setInput(
+          proto.Input
+            .newBuilder()
+            .setSchema(
+              proto.Schema
+                .newBuilder()
+                .addFields(proto.Field.newBuilder().setName("c0").setType(f).setNullable(true))
+            )
+        )
+      _ <- EngineSupport.ask(
+        proto.Operator
+          .newBuilder()
+          .setProjection(proto.Projection.newBuilder().addExprs(cast).addNames("c0"))
+          .addChildren(input)
+          .build()
       )
-        .toLeft(())
-    }
-  }
+    } yield ()
 }

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.ember.serde
 
+import org.apache.spark.sql.ember.execution.EmberBlock
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.internal.SQLConf
 import org.ember.jni.NativeLib
@@ -29,9 +30,16 @@ object EngineSupport {
       case None =>
         val withInputs = op.toBuilder.clearChildren()
         leaves.foreach(l => withInputs.addChildren(l.toOption.get))
-        Option(NativeLib.planSupport(withInputs.build().toByteArray))
-          .map(r => s"the engine declines: $r")
-          .toLeft(())
+        ask(withInputs.build()).left.map(r => s"the engine declines: $r")
     }
   }
+
+  /**
+   * The engine's answer for `op`, whose `Input` leaves carry its children's schemas, under the session's
+   * `ExecConfig` (with the JVM's version): the planning error, if any.
+   */
+  def ask(op: proto.Operator): Either[String, Unit] =
+    if (!NativeLib.isAvailable) Left("the native library is not available on the driver")
+    else
+      Option(NativeLib.planSupport(op.toByteArray, EmberBlock.execConfig(SQLConf.get).toByteArray)).toLeft(())
 }

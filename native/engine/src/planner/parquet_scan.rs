@@ -1,0 +1,84 @@
+//! A Parquet scan's task (proto `ParquetScanTask`: the task's file splits, requested columns, rebase modes and
+//! pushed filters, handed over per task by the JVM's `ParquetSource`) → the engine's `ParquetScanReader`.
+use arrow::datatypes::SchemaRef;
+use datafusion_common::Result;
+use ember_proto as pb;
+
+use super::types::to_scalar;
+use crate::error::plan_error;
+use crate::operators::parquet_scan::{
+    DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, PrunedCallback, RebaseMode, ScanFilter,
+};
+
+/// The reader of `task` into `schema` (the plan's `Input` leaf), in batches of `batch_size` rows; `alive` is
+/// asked between batches whether the task goes on, `on_pruned` told how many row groups the filters skipped.
+pub fn parquet_scan_reader<F>(
+    task: pb::ParquetScanTask,
+    schema: SchemaRef,
+    batch_size: usize,
+    alive: F,
+    on_pruned: PrunedCallback,
+) -> Result<ParquetScanReader<F>>
+where
+    F: FnMut() -> Result<()>,
+{
+    let splits = task
+        .splits
+        .into_iter()
+        .map(|s| {
+            let partition_values = s
+                .partition_values
+                .iter()
+                .map(to_scalar)
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| plan_error(format!("Parquet split partition value: {e}")))?;
+            Ok(ParquetSplit {
+                path: s.path,
+                start: s.start,
+                length: s.length,
+                display_path: s.display_path,
+                partition_values,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mode = |m: i32| match pb::ParquetScanRebaseMode::try_from(m) {
+        Ok(pb::ParquetScanRebaseMode::Exception) => Ok(RebaseMode::Exception),
+        Ok(pb::ParquetScanRebaseMode::Corrected) => Ok(RebaseMode::Corrected),
+        Ok(pb::ParquetScanRebaseMode::Legacy) => Ok(RebaseMode::Legacy),
+        Err(_) => Err(plan_error(format!("unknown Parquet rebase mode {m}"))),
+    };
+    let rebase = DatetimeRebase {
+        datetime_mode: mode(task.datetime_rebase_mode)?,
+        int96_mode: mode(task.int96_rebase_mode)?,
+        last_switch_julian_day: task.last_switch_julian_day,
+        last_switch_julian_ts: task.last_switch_julian_ts,
+    };
+    let filters = task
+        .filters
+        .iter()
+        .map(|f| {
+            use pb::ParquetScanFilterOp as P;
+            let op = match P::try_from(f.op) {
+                Ok(P::Eq) => FilterOp::Eq,
+                Ok(P::Lt) => FilterOp::Lt,
+                Ok(P::Le) => FilterOp::Le,
+                Ok(P::Gt) => FilterOp::Gt,
+                Ok(P::Ge) => FilterOp::Ge,
+                Ok(P::IsNull) => FilterOp::IsNull,
+                Ok(P::IsNotNull) => FilterOp::IsNotNull,
+                Ok(P::In) => FilterOp::In,
+                Err(_) => return Err(plan_error(format!("unknown filter op {}", f.op))),
+            };
+            let values = f
+                .values
+                .iter()
+                .map(to_scalar)
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| plan_error(format!("Parquet scan filter value: {e}")))?;
+            Ok(ScanFilter { column: f.column as usize, op, values })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)
+        .map_err(|e| plan_error(e.to_string()))?;
+    Ok(reader.with_filters(filters, on_pruned))
+}
