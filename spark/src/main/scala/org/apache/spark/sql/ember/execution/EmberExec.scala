@@ -255,6 +255,8 @@ object EmberBlock {
       .setSpillCompression(EmberConf.SPILL_COMPRESSION.get(conf))
       .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
       .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
+      .setMemoryHeadroomBytes(math.max(0L, EmberConf.MEMORY_HEADROOM.get(conf)))
+      .setMemoryFloatBytes(math.max(0L, EmberConf.MEMORY_FLOAT.get(conf)))
     Built(
       proto.Plan.newBuilder().setRoot(root).setConfig(config).setOutputSchema(output).build(),
       inputs.toSeq,
