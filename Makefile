@@ -10,8 +10,8 @@ PYTHON ?= python3
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
-.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory lint demo bench bench-spark golden \
-	docs plans clean tpch-data bench-tpch
+.PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory test-memory-spark \
+	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data bench-tpch
 
 all: jar
 
@@ -55,6 +55,18 @@ test: lint test-rust test-scala test-suites
 # (`cargo test` runs the matrix's corners).
 test-memory:
 	EMBER_MEMORY_MATRIX=full cargo test -p ember-engine --test memory_matrix
+
+# On demand: the same operators through Spark (EmberMemoryMatrixSuite: a local[2] session per budget, 8/16/32/64
+# MiB of off-heap memory per task, each query with Ember off, then twice on; EMBER_MEMORY_MATRIX_BUDGETS=8,16,
+# EMBER_MEMORY_MATRIX_CELLS=sort,join and EMBER_MEMORY_MATRIX_ROWS pick budgets, cells and input size; ~25 minutes on
+# 2 cores). See docs/tuning.md.
+test-memory-spark: jar-dev
+	$(MVN) test -Dember.suites=org.apache.spark.sql.ondemand.EmberMemoryMatrixSuite
+
+# On demand: a native shuffle and join on Spark's local-cluster (executors in their own JVMs, launched from the
+# pyspark package's Spark home in dev/.venv with Ember's jar on their class path).
+test-local-cluster: jar-dev $(VENV)/bin/spark-submit
+	SPARK_HOME=$$(ls -d $(CURDIR)/$(VENV)/lib/python*/site-packages/pyspark) $(MVN) test -Dember.suites=org.apache.spark.sql.ondemand.EmberLocalClusterSuite
 
 docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite,org.apache.spark.sql.ember.EmberExpressionsDocsSuite \

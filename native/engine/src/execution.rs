@@ -87,7 +87,9 @@ impl NativePlan {
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 
-        let pool = Arc::new(BrokerMemoryPool::with_headroom(broker, DEFAULT_HEADROOM_BYTES));
+        let headroom = config.memory_headroom_bytes.map_or(DEFAULT_HEADROOM_BYTES, |b| b as usize);
+        let float = config.memory_float_bytes.map_or(headroom, |b| b as usize);
+        let pool = Arc::new(BrokerMemoryPool::with_headroom_and_float(broker, headroom, float));
         let disk_mode = if task.spill_dirs.is_empty() {
             DiskManagerMode::OsTmpDirectory
         } else {

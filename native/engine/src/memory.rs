@@ -11,7 +11,8 @@
 //! that — an aggregate above the join, a sort's merge buffers — would get nothing and fail the task, although
 //! the spilling operator could have given memory back (Spark's `TaskMemoryManager` would ask it to spill;
 //! DataFusion has no such call-back). So the pool keeps a small *headroom* (see
-//! [`BrokerMemoryPool::with_headroom`]; [`DEFAULT_HEADROOM_BYTES`] in native plans, at most an eighth of what
+//! [`BrokerMemoryPool::with_headroom`]; [`DEFAULT_HEADROOM_BYTES`] in native plans unless the plan's config sets
+//! `memory_headroom_bytes` (`spark.ember.memory.headroomBytes`), at most an eighth of what
 //! Spark grants when the plan starts), acquired from the broker up front and never lent to a consumer that can
 //! spill (`MemoryConsumer::with_can_spill(true)`): those are refused as soon as the broker refuses, and spill. A
 //! consumer that cannot spill is served from the headroom when the broker refuses, as long as its reservation
@@ -25,7 +26,7 @@
 //! task can take it, and the merge fails although the plan's usage did not grow ("granted 48616 of
 //! 196608 bytes requested by ExternalSorterMerge"). So the pool also keeps up to another headroom's worth of
 //! memory given back (a *float*), which any consumer may take when Spark refuses; only beyond both does memory
-//! go back to Spark.
+//! go back to Spark (`memory_float_bytes`, `spark.ember.memory.floatBytes`; the headroom's size by default).
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -71,18 +72,26 @@ impl BrokerMemoryPool {
         Self::with_headroom(broker, 0)
     }
 
-    /// A pool that keeps up to `headroom` bytes from the broker for consumers that cannot spill (see the module
-    /// doc). It asks for 8 times that now and keeps an eighth of what it is granted: a task whose whole share is
-    /// small (tests force spilling with pools of 128 KiB) keeps most of it for its spilling operators.
+    /// A pool that keeps up to `headroom` bytes from the broker for consumers that cannot spill, and as much again
+    /// of memory given back as its float (see the module doc).
     pub fn with_headroom(broker: Arc<dyn MemoryBroker>, headroom: usize) -> Self {
-        let probe = headroom.saturating_mul(8);
+        Self::with_headroom_and_float(broker, headroom, headroom)
+    }
+
+    /// A pool that keeps up to `headroom` bytes from the broker for consumers that cannot spill and up to `float`
+    /// bytes of memory given back (see the module doc). It asks for 8 times the larger now and keeps an eighth
+    /// of what it is granted as either at most: a task whose whole share is small (tests force spilling with
+    /// pools of 128 KiB) keeps most of it for its spilling operators.
+    pub fn with_headroom_and_float(broker: Arc<dyn MemoryBroker>, headroom: usize, float: usize) -> Self {
+        let probe = headroom.max(float).saturating_mul(8);
         let granted = if probe > 0 { broker.acquire(probe).unwrap_or(0).min(probe) } else { 0 };
         let headroom = headroom.min(granted / 8);
+        let float = float.min(granted / 8);
         if granted > headroom {
             broker.release(granted - headroom);
         }
         let held = headroom;
-        let retain = headroom.saturating_mul(2);
+        let retain = headroom.saturating_add(float);
         Self { broker, headroom, retain, state: Mutex::new(PoolState { used: 0, held }), peak: AtomicUsize::new(0) }
     }
 
@@ -335,5 +344,33 @@ mod tests {
         assert_eq!(broker.used(), 200, "the headroom and the float are kept while the pool lives");
         drop(pool);
         assert_eq!(broker.used(), 0);
+    }
+
+    #[test]
+    fn headroom_and_float_are_sized_separately_and_capped_by_the_grant() {
+        let broker = Arc::new(FixedBroker::new(10_000));
+        let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom_and_float(broker.clone(), 100, 300));
+        assert_eq!(broker.used(), 100, "only the headroom is held up front");
+        let sort = MemoryConsumer::new("sort").with_can_spill(true).register(&pool);
+        sort.try_grow(2000).unwrap();
+        sort.shrink(2000);
+        assert_eq!(broker.used(), 400, "the headroom and a float of 300 stay");
+        // No headroom: a consumer that cannot spill gets nothing once the broker refuses.
+        let none = Arc::new(FixedBroker::new(1000));
+        let pool0: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom_and_float(none.clone(), 0, 0));
+        assert_eq!(none.used(), 0);
+        let join = MemoryConsumer::new("join").with_can_spill(true).register(&pool0);
+        let agg = MemoryConsumer::new("agg").register(&pool0);
+        join.try_grow(1000).unwrap();
+        assert!(agg.try_grow(1).is_err());
+        join.shrink(1000);
+        assert_eq!(none.used(), 0, "nothing kept");
+        // A small task keeps at most an eighth of its grant as either.
+        let small = Arc::new(FixedBroker::new(800));
+        let pool_s = BrokerMemoryPool::with_headroom_and_float(small.clone(), 1000, 4000);
+        assert_eq!((small.used(), pool_s.headroom, pool_s.retain), (100, 100, 200));
+        drop((sort, join, agg, pool_s));
+        drop((pool, pool0));
+        assert_eq!((broker.used(), none.used(), small.used()), (0, 0, 0));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatchIterator;
-use datafusion_common::{Result, ScalarValue};
+use datafusion_common::{DataFusionError, Result, ScalarValue};
 use datafusion_execution::config::SessionConfig;
 use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion_execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
@@ -15,6 +15,7 @@ use datafusion_execution::TaskContext;
 use datafusion_physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::{collect, ExecutionPlan};
+use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::InputExec;
 use ember_engine::proto as pb;
@@ -209,4 +210,17 @@ pub fn files_under(dir: &Path) -> usize {
         }
     }
     n
+}
+
+/// The batches a native plan returns, until its end, its first error (returned too) or `stop_after` batches.
+pub fn drain(p: &mut NativePlan, stop_after: Option<usize>) -> (Vec<RecordBatch>, Option<DataFusionError>) {
+    let mut out = vec![];
+    while stop_after.is_none_or(|n| out.len() < n) {
+        match p.next_batch() {
+            Ok(Some(b)) => out.push(b),
+            Ok(None) => break,
+            Err(e) => return (out, Some(e)),
+        }
+    }
+    (out, None)
 }

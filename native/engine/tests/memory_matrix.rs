@@ -68,6 +68,22 @@ fn sort_op(id: u32, keys: Vec<(u32, DataType)>, radix: bool, child: pb::Operator
     op(id, pb::operator::Kind::Sort(pb::Sort { order, fetch: 0, radix }), vec![child])
 }
 
+/// [`kps_batches`] with `k` replaced by the group `group(k)` and `p` by `p % 1000` (small values: sums never
+/// overflow).
+fn kps_grouped(rows: usize, group: impl Fn(i64) -> i64) -> Vec<RecordBatch> {
+    let s = kps_schema();
+    kps_batches(rows)
+        .into_iter()
+        .map(|b| {
+            let k = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let g: Int64Array = k.iter().map(|v| v.map(&group)).collect();
+            let p = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+            let v: Int64Array = p.iter().map(|v| v.map(|v| v % 1000)).collect();
+            RecordBatch::try_new(s.clone(), vec![Arc::new(g), Arc::new(v), b.column(2).clone()]).unwrap()
+        })
+        .collect()
+}
+
 /// A task's share of a busy executor: at most `limit` bytes, of which other tasks hold a varying part (up to a
 /// quarter, drawn anew at every request), so a request can be refused below the limit and the same request
 /// granted later, as with Spark's shared execution pool.
@@ -120,24 +136,13 @@ fn run_case(case: &Case, budget: usize, busy: bool) -> Result<RecordBatch, Strin
     let inputs = case.inputs.iter().map(|(b, s)| reader(b.clone(), s.clone())).collect();
     let mut p = NativePlan::for_task(&plan, &task, inputs, broker).map_err(|e| format!("plan: {e}"))?;
     let schema = p.output_schema().clone();
-    let mut out = vec![];
-    let mut err = None;
-    loop {
-        match p.next_batch() {
-            Ok(Some(b)) => out.push(b),
-            Ok(None) => break,
-            Err(e) => {
-                err = Some(e.to_string());
-                break;
-            }
-        }
-    }
+    let (out, err) = drain(&mut p, None);
     let reserved_at_end = p.memory().0;
     drop(p);
     let files = files_under(dir.path());
     let mut problems = vec![];
     if let Some(e) = err {
-        problems.push(e);
+        problems.push(e.to_string());
     }
     if reserved_at_end != 0 {
         problems.push(format!("{reserved_at_end} bytes still reserved at the end of the stream"));
@@ -234,26 +239,21 @@ fn input_bytes() -> usize {
     }
 }
 
+/// A sort of the (k, p, s) rows on one key column.
+fn check_sort(name: &str, key: u32, t: DataType) {
+    let s = kps_schema();
+    let plan = plan_of(sort_op(1, vec![(key, t)], true, input(0, &s)), &s);
+    check(name, Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes())), s)], ordered: true }, &budgets());
+}
+
 #[test]
 fn sort_radix_keys() {
-    let s = kps_schema();
-    let plan = plan_of(sort_op(1, vec![(0, DataType::Int64)], true, input(0, &s)), &s);
-    check(
-        "sort radix keys",
-        Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes())), s)], ordered: true },
-        &budgets(),
-    );
+    check_sort("sort radix keys", 0, DataType::Int64);
 }
 
 #[test]
 fn sort_string_keys() {
-    let s = kps_schema();
-    let plan = plan_of(sort_op(1, vec![(2, DataType::Utf8)], true, input(0, &s)), &s);
-    check(
-        "sort string keys",
-        Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes())), s)], ordered: true },
-        &budgets(),
-    );
+    check_sort("sort string keys", 2, DataType::Utf8);
 }
 
 /// A sort over rows of which a few carry 10 MB strings: only at 64 MiB, where Spark's own sort (which needs a
@@ -290,16 +290,7 @@ fn whole_partition_window() {
     let s = kps_schema();
     let rows = kps_rows(input_bytes());
     // g = k % 4 as column 0 (k is a permutation), p as the measure (small values, no overflow).
-    let batches: Vec<RecordBatch> = kps_batches(rows)
-        .into_iter()
-        .map(|b| {
-            let k = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-            let g: Int64Array = k.iter().map(|v| v.map(|v| v % 4)).collect();
-            let p = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
-            let v: Int64Array = p.iter().map(|v| v.map(|v| v % 1000)).collect();
-            RecordBatch::try_new(s.clone(), vec![Arc::new(g), Arc::new(v), b.column(2).clone()]).unwrap()
-        })
-        .collect();
+    let batches = kps_grouped(rows, |k| k % 4);
     let unbounded = |kind: pb::FrameBoundKind| pb::FrameBound { kind: kind as i32, offset: 0 };
     let expr = pb::WindowExpr {
         function: pb::WindowFunction::Sum as i32,
@@ -435,16 +426,7 @@ fn grouped_aggregate() {
     let s = kps_schema();
     let rows = kps_rows(input_bytes());
     // Keys with about two rows each.
-    let batches: Vec<RecordBatch> = kps_batches(rows)
-        .into_iter()
-        .map(|b| {
-            let k = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-            let g: Int64Array = k.iter().map(|v| v.map(|v| v / 2)).collect();
-            let p = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
-            let v: Int64Array = p.iter().map(|v| v.map(|v| v % 1000)).collect();
-            RecordBatch::try_new(s.clone(), vec![Arc::new(g), Arc::new(v), b.column(2).clone()]).unwrap()
-        })
-        .collect();
+    let batches = kps_grouped(rows, |k| k / 2);
     use pb::AggregateFunctionKind as K;
     let functions = || {
         vec![agg_function(K::CountStar, vec![], "cnt"), agg_function(K::Sum, vec![col(1, &DataType::Int64)], "sum_p")]

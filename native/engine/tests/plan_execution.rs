@@ -461,3 +461,24 @@ fn support_of_double_to_string_casts_depends_on_the_jdk() {
     support(21).unwrap();
     support(0).unwrap();
 }
+
+/// The pool's headroom comes from the plan's config (spark.ember.memory.headroomBytes): 1 MiB when unset, none
+/// when 0; the sort answers the same either way.
+#[test]
+fn the_pool_headroom_is_configured_by_the_plan() {
+    // Debug strings: NaN equals NaN.
+    let expected = format!("{:?}", rows(&run(&sort_plan(0), vec![batch(5000, 0)], usize::MAX).0));
+    for (headroom, held) in [(None, 1 << 20), (Some(0), 0), (Some(64 << 10), 64 << 10)] {
+        let mut plan = sort_plan(0);
+        plan.config.as_mut().unwrap().memory_headroom_bytes = headroom;
+        let broker = Arc::new(FixedBroker::new(usize::MAX));
+        let p =
+            NativePlan::try_new(&plan.encode_to_vec(), vec![reader(vec![batch(5000, 0)], schema())], broker.clone())
+                .unwrap();
+        assert_eq!(broker.used(), held, "held up front with headroom {headroom:?}");
+        drop(p);
+        assert_eq!(broker.used(), 0);
+        let got = format!("{:?}", rows(&run(&plan, vec![batch(5000, 0)], 4 << 20).0));
+        assert!(got == expected, "headroom {headroom:?}: other rows");
+    }
+}

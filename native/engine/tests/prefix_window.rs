@@ -281,18 +281,7 @@ fn run_until_error(
     let broker = Arc::new(FixedBroker::new(pool));
     let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(input, schema())], broker.clone()).unwrap();
     let schema = p.output_schema().clone();
-    let mut out = vec![];
-    let mut err = None;
-    loop {
-        match p.next_batch() {
-            Ok(Some(b)) => out.push(b),
-            Ok(None) => break,
-            Err(e) => {
-                err = Some(e);
-                break;
-            }
-        }
-    }
+    let (out, err) = drain(&mut p, None);
     let window_id = plan.root.as_ref().unwrap().id;
     let segments = p
         .metrics()
@@ -1433,15 +1422,6 @@ fn owned_batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
         .collect()
 }
 
-fn files_under(dir: &std::path::Path) -> usize {
-    let mut n = 0;
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        n += if p.is_dir() { files_under(&p) } else { 1 };
-    }
-    n
-}
-
 /// Runs `plan` under a pool of `pool` bytes with spill files in a fresh directory; checks that the memory is
 /// returned and no spill file is left, also when the plan is dropped after `stop_after` batches.
 fn run_spilling(plan: &pb::Plan, input: Vec<RecordBatch>, pool: usize, stop_after: Option<usize>) -> SpillRun {
@@ -1459,21 +1439,7 @@ fn run_spilling_reader(
     let broker = Arc::new(FixedBroker::new(pool));
     let mut p = NativePlan::for_task(plan, &task, vec![input], broker.clone()).unwrap();
     let out_schema = p.output_schema().clone();
-    let mut out = vec![];
-    let mut err = None;
-    loop {
-        if stop_after.is_some_and(|n| out.len() >= n) {
-            break;
-        }
-        match p.next_batch() {
-            Ok(Some(b)) => out.push(b),
-            Ok(None) => break,
-            Err(e) => {
-                err = Some(e);
-                break;
-            }
-        }
-    }
+    let (out, err) = drain(&mut p, stop_after);
     let window_id = plan.root.as_ref().unwrap().id;
     let m = p.metrics().into_iter().find(|m| m.id == window_id).unwrap();
     let files_held = files_under(dir.path());

@@ -304,6 +304,24 @@ object EmberConf {
       s"(${engine.getSortSpillReservationBytes >> 20} MiB). Never set it above a task's smallest share of off-heap memory: a sort that cannot reserve it fails."
   )
 
+  val MEMORY_HEADROOM: Entry[Long] = long(
+    "spark.ember.memory.headroomBytes",
+    default = 1L << 20,
+    "Memory each native plan keeps from Spark's off-heap pool for operators that cannot spill (an aggregate " +
+      "above a spilling join, a sort's merge buffers), at most an eighth of what Spark grants when the plan starts " +
+      "(it asks for 8 times this). Counted as the task's execution memory while the plan lives. 0 keeps none: " +
+      "such an operator then fails when a spilling one in the same plan has taken the task's share."
+  )
+
+  val MEMORY_FLOAT: Entry[Long] = long(
+    "spark.ember.memory.floatBytes",
+    default = 1L << 20,
+    "Memory a native plan's operators give back that the plan keeps (up to this, at most an eighth of what " +
+      "Spark grants when the plan starts) for any of its operators, instead of returning it to Spark at once: " +
+      "memory moving from one operator to another (a sort's batches into its merge) cannot be taken by another " +
+      "task in between."
+  )
+
   // --- Shuffled hash join ---
 
   val EXEC_SPILLING_HASH_JOIN: Entry[Boolean] = bool(

@@ -1,10 +1,9 @@
 package org.apache.spark.sql.ember
 
-import java.io.File
-
-import org.apache.spark.SparkEnv
+import org.apache.spark.TaskKilled
+import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Partial
-import org.apache.spark.sql.ember.execution.{EmberHashAggregateExec, EmberSortExec}
+import org.apache.spark.sql.ember.execution.{EmberHashAggregateExec, EmberSortExec, NativePlanIterator}
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.functions._
 import org.scalatest.concurrent.Eventually._
@@ -12,11 +11,10 @@ import org.scalatest.time.SpanSugar._
 
 /**
  * Native memory comes from Spark's off-heap pool (here 32 MiB): a sort of ~10x that completes by spilling, an
- * aggregate of ~10x that completes, and a failed task leaves no reserved memory and no spill files.
+ * aggregate of ~10x that completes, and a failed task or a job cancelled while its sort spills leaves no
+ * reserved memory and no spill files.
  */
-class EmberMemorySuite extends EmberQueryTest {
-
-  override protected def offHeapSize: String = "32m"
+class EmberMemorySuite extends EmberMemorySuiteBase {
 
   // A merge of many spill files needs its reservation: 8 MiB of each task's ~16 MiB share.
   override protected def sparkConf: org.apache.spark.SparkConf =
@@ -31,11 +29,6 @@ class EmberMemorySuite extends EmberQueryTest {
       col("id").as("v"),
       concat(lit("payload-"), (col("id") % 100000).cast("string")).as("s")
     )
-
-  private def spillDirs(): Seq[File] = {
-    val local = SparkEnv.get.blockManager.diskBlockManager.localDirs.toSeq
-    local.flatMap(d => Option(d.listFiles()).toSeq.flatten).filter(_.getName.startsWith("datafusion-"))
-  }
 
   test("a sort of ~10x the off-heap budget completes by spilling") {
     val rows = 8000000L // ~330 MB as Arrow batches, against 32 MiB of off-heap memory
@@ -64,8 +57,7 @@ class EmberMemorySuite extends EmberQueryTest {
       assert(sorts.map(_.metrics("spillCount").value).sum > 0, "the sort must have spilled")
       assert(sorts.map(_.metrics("peakMemory").value).max > 0, "peak reserved memory is reported")
     }
-    assertNoNativeMemoryHeld()
-    assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+    assertNothingLeft()
   }
 
   test(
@@ -93,8 +85,7 @@ class EmberMemorySuite extends EmberQueryTest {
         assert(fin.map(_.metrics("spilled_partitions").value).sum > 0, "spilled as hash table partitions")
       }
     }
-    assertNoNativeMemoryHeld()
-    assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+    assertNothingLeft()
   }
 
   test("a failing task releases native memory and deletes spill files") {
@@ -111,6 +102,48 @@ class EmberMemorySuite extends EmberQueryTest {
     // The job fails as soon as one task fails; the other task is being killed meanwhile.
     eventually(timeout(60.seconds), interval(200.millis)) {
       assert(NativeMemoryConsumer.outstanding.get() == 0, "native memory returned after task failure")
+      assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
+    }
+  }
+  test("cancelling the job group while the native sort spills releases its memory and spill files") {
+    withEmber(enabled = true) {
+      val df = bigTable(4000000L).sortWithinPartitions("k")
+      val rdd = df.queryExecution.executedPlan.execute().mapPartitions(it => Iterator(it.size))
+      val group = "ember-cancel-mid-spill"
+      val killed = new java.util.concurrent.atomic.AtomicInteger()
+      val listener = new SparkListener {
+        override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+          if (end.reason.isInstanceOf[TaskKilled]) killed.incrementAndGet()
+      }
+      spark.sparkContext.addSparkListener(listener)
+      val job = new Thread(() => {
+        spark.sparkContext.setJobGroup(group, "killed while spilling", interruptOnCancel = false)
+        try rdd.collect()
+        finally spark.sparkContext.clearJobGroup()
+      })
+      @volatile var failure: Throwable = null
+      job.setUncaughtExceptionHandler((_, e) => failure = e)
+      job.start()
+      // The sort is spilling once DataFusion has made its spill directory under Spark's local dirs.
+      eventually(timeout(120.seconds), interval(20.millis)) {
+        assert(spillDirs().nonEmpty, "the sort has not started spilling")
+      }
+      assert(job.isAlive, "the job ended before it was cancelled")
+      assert(NativeMemoryConsumer.outstanding.get() > 0, "the spilling sort holds native memory")
+      spark.sparkContext.cancelJobGroup(group)
+      job.join(120000)
+      assert(!job.isAlive, "the cancelled job did not end")
+      assert(
+        failure != null && failure.getMessage.contains("cancelled"),
+        s"the job must fail as cancelled: $failure"
+      )
+      // The task was killed, not left to finish its sort.
+      eventually(timeout(60.seconds), interval(100.millis))(assert(killed.get() == 1, "one task killed"))
+      spark.sparkContext.removeSparkListener(listener)
+    }
+    eventually(timeout(60.seconds), interval(100.millis)) {
+      assert(NativeMemoryConsumer.outstanding.get() == 0, "native memory returned after the kill")
+      assert(NativePlanIterator.arrowLeaks.get() == 0, "no Arrow buffer leaked")
       assert(spillDirs().isEmpty, s"spill files left behind: ${spillDirs()}")
     }
   }

@@ -9,7 +9,7 @@ import org.apache.spark.sql.functions._
  * (carried running sums, extrema and ranks), whole-partition aggregates spill the partition and fold while it is
  * written, so the query completes with Spark's answer.
  */
-class EmberPrefixWindowMemorySuite extends EmberQueryTest {
+class EmberPrefixWindowMemorySuite extends EmberMemorySuiteBase {
 
   override protected def offHeapSize: String = "16m"
 

@@ -286,6 +286,8 @@ object EmberBlock {
     .setSortSpillReservationBytes(EmberConf.SORT_SPILL_RESERVATION.get(conf))
     .setRowBatchBytes(math.max(1L, EmberConf.ROW_BATCH_BYTES.get(conf)))
     .setJdkFeature(Runtime.version().feature())
+    .setMemoryHeadroomBytes(math.max(0L, EmberConf.MEMORY_HEADROOM.get(conf)))
+    .setMemoryFloatBytes(math.max(0L, EmberConf.MEMORY_FLOAT.get(conf)))
     .build()
 
   /** `plan` with `kinds(i)` as the kind of its Input leaf `i`. */
