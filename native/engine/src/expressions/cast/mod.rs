@@ -47,7 +47,7 @@ use datafusion_physical_expr::PhysicalExpr;
 
 use crate::error::{plan_error, SparkError, SparkExceptionKind};
 
-pub use text::{java_double_to_string, java_float_to_string};
+pub use text::{java_double_digits, java_double_to_string, java_float_to_string};
 
 /// Casts from FLOAT/DOUBLE to STRING or DECIMAL reproduce `Double.toString` of JDK 19 and later.
 pub const FLOAT_TEXT_MIN_JDK: u32 = 19;

@@ -13,7 +13,9 @@ use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
 
 pub mod datetime;
+pub mod fdlibm;
 pub mod math;
+pub mod rounding;
 pub mod strings;
 pub mod udf;
 
