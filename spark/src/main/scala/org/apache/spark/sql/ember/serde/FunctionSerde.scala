@@ -83,8 +83,10 @@ object FunctionSerde {
     case _ => Left(s"${e.prettyName} is not a rounding expression")
   }
 
-  private def roundMode(e: Expression): EvalMode.Value =
-    if (e.asInstanceOf[RoundBase].ansiEnabled) EvalMode.ANSI else EvalMode.LEGACY
+  private def roundMode(e: Expression): EvalMode.Value = e match {
+    case Round(_, _, true) | BRound(_, _, true) => EvalMode.ANSI
+    case _ => EvalMode.LEGACY
+  }
 
   private val double = "double"
 
@@ -158,7 +160,7 @@ object FunctionSerde {
     classOf[Bin] -> Fn("bin", "bigint", all)
   )
 
-  val registry: Map[Class[_], Fn] = Map(
+  val registry: Map[Class[_], Fn] = Map[Class[_], Fn](
     classOf[Like] -> Fn("like", "string LIKE literal pattern, any escape character", like),
     classOf[StartsWith] -> Fn("startswith", stringTypes, strings(2)),
     classOf[EndsWith] -> Fn("endswith", stringTypes, strings(2)),
