@@ -392,11 +392,12 @@ impl Kernel for Abs {
 
 /// DOUBLE → DOUBLE functions Spark computes with `java.lang.StrictMath` (or `Math`, which delegates to it on
 /// JDK 17–21), bit for bit: fdlibm's algorithms, from the `libm` crate where its function is fdlibm's
-/// (`exp`, `expm1`, `log1p`, `asin`, `acos`, `atan`) and from [`super::fdlibm`] where musl changed it. Rust's
+/// (`exp`, `expm1`, `asin`, `acos`, `atan`; its `log1p` differs, so `log1p` and `atanh` fall back) and from
+/// [`super::fdlibm`] where musl changed it. Rust's
 /// `f64` methods are not used: they call the platform's libm, whose last bit differs from Java's for some
 /// inputs (glibc's `exp(1.0)` is 2.718281828459045, `StrictMath.exp(1.0)` 2.7182818284590455). `sin`, `cos`,
 /// `tan` and `cot` are not here: Java computes them with `Math`'s JIT intrinsics, which are not fdlibm.
-/// The logarithms give NULL at or below their asymptote (0, or -1 for `log1p`), as Spark does.
+/// The logarithms give NULL at or below 0, as Spark does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transcendental {
     Cbrt,
@@ -405,7 +406,6 @@ pub enum Transcendental {
     Ln,
     Log2,
     Log10,
-    Log1p,
     Asin,
     Acos,
     Atan,
@@ -414,7 +414,6 @@ pub enum Transcendental {
     Tanh,
     Asinh,
     Acosh,
-    Atanh,
     Degrees,
     Radians,
 }
@@ -429,7 +428,6 @@ impl Transcendental {
             "ln" => Ln,
             "log2" => Log2,
             "log10" => Log10,
-            "log1p" => Log1p,
             "asin" => Asin,
             "acos" => Acos,
             "atan" => Atan,
@@ -438,7 +436,6 @@ impl Transcendental {
             "tanh" => Tanh,
             "asinh" => Asinh,
             "acosh" => Acosh,
-            "atanh" => Atanh,
             "degrees" => Degrees,
             "radians" => Radians,
             _ => return None,
@@ -462,8 +459,6 @@ impl Transcendental {
             Log2 => fdlibm::log(x) / fdlibm::log(2.0),
             Log10 if x <= 0.0 => return None,
             Log10 => fdlibm::log10(x),
-            Log1p if x <= -1.0 => return None,
-            Log1p => libm::log1p(x),
             Asin => libm::asin(x),
             Acos => libm::acos(x),
             Atan => libm::atan(x),
@@ -475,8 +470,6 @@ impl Transcendental {
             Acosh if x >= SQRT_MAX => fdlibm::log(2.0) + fdlibm::log(x),
             Acosh if x < 1.0 => f64::NAN,
             Acosh => fdlibm::log(x + (x * x - 1.0).sqrt()),
-            // Spark: 0.5 * (StrictMath.log1p(x) - StrictMath.log1p(-x)).
-            Atanh => 0.5 * (libm::log1p(x) - libm::log1p(-x)),
             // Math.toDegrees / toRadians: one multiplication by Java's constant.
             Degrees => x * 57.29577951308232,
             Radians => x * 0.017453292519943295,
