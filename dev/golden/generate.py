@@ -23,8 +23,8 @@ status is 1 if there are any.
 - functions: native/engine/tests/data/functions_spark.tsv, the built-in functions Ember evaluates natively
   (planner/functions.rs). Columns: function, argument types (comma-separated), one column per argument, then
   the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, timestamps (`ts`) in
-  microseconds, doubles as Java prints them, strings in Rust escapes), `\\N` for NULL; an error is
-  `ERR <condition> <parameters>`, a Java exception without one `EXC <class>`. The types column may end in
+  microseconds, doubles as Java prints them, strings in Rust escapes, binaries in hex digits), `\\N` for NULL; an
+  error is `ERR <condition> <parameters>`, a Java exception without one `EXC <class>`. The types column may end in
   `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC). Lines with `-`
   for both results list inputs only: running the script fills them in.
 - jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
@@ -371,6 +371,39 @@ def function_builders(spark):
         "months_between": lambda a, m, v: E.MonthsBetween(a[0], a[1], a[2], none),
         "next_day": lambda a, m, v: E.NextDay(a[0], a[1], m == spark.modes[1]),
         "make_date": lambda a, m, v: E.MakeDate(a[0], a[1], a[2], m == spark.modes[1]),
+        "cbrt": lambda a, m, v: E.Cbrt(a[0]),
+        "exp": lambda a, m, v: E.Exp(a[0]),
+        "expm1": lambda a, m, v: E.Expm1(a[0]),
+        "ln": lambda a, m, v: E.Log(a[0]),
+        "log2": lambda a, m, v: E.Log2(a[0]),
+        "log10": lambda a, m, v: E.Log10(a[0]),
+        "log1p": lambda a, m, v: E.Log1p(a[0]),
+        "asin": lambda a, m, v: E.Asin(a[0]),
+        "acos": lambda a, m, v: E.Acos(a[0]),
+        "atan": lambda a, m, v: E.Atan(a[0]),
+        "sinh": lambda a, m, v: E.Sinh(a[0]),
+        "cosh": lambda a, m, v: E.Cosh(a[0]),
+        "tanh": lambda a, m, v: E.Tanh(a[0]),
+        "asinh": lambda a, m, v: E.Asinh(a[0]),
+        "acosh": lambda a, m, v: E.Acosh(a[0]),
+        "atanh": lambda a, m, v: E.Atanh(a[0]),
+        "degrees": lambda a, m, v: E.ToDegrees(a[0]),
+        "radians": lambda a, m, v: E.ToRadians(a[0]),
+        "rint": lambda a, m, v: E.Rint(a[0]),
+        "atan2": lambda a, m, v: E.Atan2(a[0], a[1]),
+        "power": lambda a, m, v: E.Pow(a[0], a[1]),
+        "hypot": lambda a, m, v: E.Hypot(a[0], a[1]),
+        "log": lambda a, m, v: E.Logarithm(a[0], a[1]),
+        "floor": lambda a, m, v: E.Floor(a[0]),
+        "ceil": lambda a, m, v: E.Ceil(a[0]),
+        # The scale is a literal (Spark requires it foldable), as the JVM side sends it.
+        "round": lambda a, m, v: E.Round(a[0], E.Literal(v[1], spark.type("int")), m == spark.modes[1]),
+        "bround": lambda a, m, v: E.BRound(a[0], E.Literal(v[1], spark.type("int")), m == spark.modes[1]),
+        "factorial": lambda a, m, v: E.Factorial(a[0]),
+        "hex": lambda a, m, v: E.Hex(a[0]),
+        "unhex": lambda a, m, v: E.Unhex(a[0]),
+        "bin": lambda a, m, v: E.Bin(a[0]),
+        "width_bucket": lambda a, m, v: E.WidthBucket(a[0], a[1], a[2], a[3]),
     }
 
 
@@ -408,6 +441,13 @@ def function_row(spark, types, texts):
         elif ty == "float":
             v = jvm.java.lang.Float.parseFloat(text)
             row.setFloat(i, v)
+        elif ty.startswith("decimal("):  # plain text at the type's scale
+            p, sc = map(int, ty[len("decimal("):-1].split(","))
+            v = spark.T.Decimal.apply(jvm.java.math.BigDecimal(text), p, sc)
+            row.update(i, v)
+        elif ty == "binary":  # hex digits
+            v = bytearray(bytes.fromhex(text))
+            row.update(i, v)
         else:
             raise SystemExit(f"functions: unknown argument type {ty}")
         values.append(v)
@@ -435,6 +475,11 @@ def function_outcome(spark, expr, row):
         return spark.jvm.java.lang.Double.toString(out.getDouble(0))
     if dt == "float":
         return spark.jvm.java.lang.Float.toString(out.getFloat(0))
+    if dt == "binary":
+        return bytes(out.getBinary(0)).hex()
+    if dt.startswith("decimal("):
+        t = expr.dataType()
+        return format(out.getDecimal(0, t.precision(), t.scale()).toJavaBigDecimal(), "f")
     return str(out.get(0, expr.dataType()))
 
 
@@ -447,7 +492,7 @@ def function_lines(spark, lines):
         types_text = f[1]
         if "@" in types_text:
             types_text, zone = types_text.split("@", 1)
-        types = types_text.split(",")
+        types = re.split(r",(?![^(]*\))", types_text)
         texts = f[2:2 + len(types)]
         if len(f) != 4 + len(types):
             raise SystemExit(f"functions: {len(types)} arguments and two results expected: {line}")

@@ -180,8 +180,7 @@ fn union_passes_what_a_part_passes() {
                 assert_eq!(
                     u.summary(p).unwrap().rows,
                     a.summary(p).unwrap().rows + b.summary(p).unwrap().rows,
-                    "{what}",
-                    what = format!("{name} partition {p} rows")
+                    "{name} partition {p} rows"
                 );
             }
             let g = u.global().unwrap();

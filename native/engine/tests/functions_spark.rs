@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, BooleanArray, Date32Array, Float32Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, Int8Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    new_null_array, Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array,
+    Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::{
-    DataType, Date32Type, Field, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, Schema, TimeUnit,
-    TimestampMicrosecondType,
+    DataType, Date32Type, Decimal128Type, Field, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    Schema, TimeUnit, TimestampMicrosecondType,
 };
 use ember_engine::error::find_spark_error;
 use ember_engine::planner::expr::create_expr;
@@ -37,11 +37,47 @@ fn arrow_type(t: &str, zone: &str) -> DataType {
         "float" => DataType::Float32,
         "double" => DataType::Float64,
         "date" => DataType::Date32,
+        "binary" => DataType::Binary,
+        t if t.starts_with("decimal(") => {
+            let (p, s) = t["decimal(".len()..t.len() - 1].split_once(',').unwrap();
+            DataType::Decimal128(p.parse().unwrap(), s.parse().unwrap())
+        }
         other => panic!("unknown type {other}"),
     }
 }
 
-fn return_type(name: &str, args: &[DataType], zone: &str) -> DataType {
+/// The argument types, split at the commas outside `decimal(p,s)`.
+fn split_types(types: &str, zone: &str) -> Vec<DataType> {
+    let (mut out, mut depth, mut start) = (vec![], 0, 0);
+    for (i, c) in types.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(arrow_type(&types[start..i], zone));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(arrow_type(&types[start..], zone));
+    out
+}
+
+fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> DataType {
+    match (name, &args[0]) {
+        // Spark's result types of a rounded decimal (RoundBase, Ceil/Floor).
+        ("floor" | "ceil", DataType::Decimal128(p, s)) => {
+            return DataType::Decimal128(if *s == 0 { *p } else { (*p as i32 - *s as i32 + 1).min(38) as u8 }, 0);
+        }
+        ("round" | "bround", DataType::Decimal128(p, s)) if texts[1] != NULL => {
+            let (p, s, k) = (*p as i32, *s as i32, texts[1].parse::<i32>().unwrap());
+            let (rp, rs) =
+                if k < 0 { ((p - s + 1).max(1 - k).min(38), 0) } else { ((p - s + 1 + s.min(k)).min(38), s.min(k)) };
+            return DataType::Decimal128(rp as u8, rs as i8);
+        }
+        _ => {}
+    }
     match name {
         "date_trunc" | "from_utc_timestamp" | "to_utc_timestamp" | "timestamp_seconds" | "timestamp_millis"
         | "timestamp_micros" => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from(zone))),
@@ -54,9 +90,14 @@ fn return_type(name: &str, args: &[DataType], zone: &str) -> DataType {
             DataType::Utf8
         }
         "date_add" | "date_sub" | "last_day" | "trunc" => DataType::Date32,
-        "sqrt" | "signum" => DataType::Float64,
+        "sqrt" | "signum" | "cbrt" | "exp" | "expm1" | "ln" | "log2" | "log10" | "log1p" | "sin" | "cos" | "tan"
+        | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "degrees"
+        | "radians" | "rint" | "atan2" | "power" | "hypot" | "log" => DataType::Float64,
+        "floor" | "ceil" | "factorial" | "width_bucket" => DataType::Int64,
+        "hex" | "bin" => DataType::Utf8,
+        "unhex" => DataType::Binary,
         "pmod" | "bit_and" | "bit_or" | "bit_xor" | "bit_not" | "shiftleft" | "shiftright" | "shiftrightunsigned"
-        | "nanvl" | "greatest" | "least" | "abs" => args[0].clone(),
+        | "nanvl" | "greatest" | "least" | "abs" | "round" | "bround" => args[0].clone(),
         _ => DataType::Int32,
     }
 }
@@ -81,6 +122,11 @@ fn unescape(s: &str) -> String {
         }
     }
     out
+}
+
+/// A binary value's hex digits (the table's notation) as bytes.
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
 }
 
 fn escape(s: &str) -> String {
@@ -137,7 +183,25 @@ fn array(t: &DataType, text: &str) -> ArrayRef {
         DataType::Timestamp(_, tz) => {
             Arc::new(TimestampMicrosecondArray::from(vec![text.parse::<i64>().unwrap()]).with_timezone_opt(tz.clone()))
         }
+        DataType::Binary => Arc::new(BinaryArray::from_vec(vec![&unhex(text)])),
+        DataType::Decimal128(p, s) => {
+            // Plain text with exactly `s` fractional digits.
+            let unscaled: i128 = text.replace('.', "").parse().unwrap();
+            assert_eq!(text.split_once('.').map_or(0, |(_, f)| f.len()), *s as usize, "{text} at scale {s}");
+            Arc::new(Decimal128Array::from(vec![unscaled]).with_precision_and_scale(*p, *s).unwrap())
+        }
         t => panic!("no array of {t}"),
+    }
+}
+
+fn int_literal(text: &str) -> pb::Expr {
+    let null = text == NULL;
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Int32)),
+            is_null: null,
+            value: if null { None } else { Some(pb::literal::Value::LongValue(text.parse().unwrap())) },
+        })),
     }
 }
 
@@ -174,6 +238,21 @@ fn render(a: &ArrayRef, expected: &str) -> String {
         DataType::Int64 => a.as_primitive::<Int64Type>().value(0).to_string(),
         DataType::Date32 => a.as_primitive::<Date32Type>().value(0).to_string(),
         DataType::Timestamp(_, _) => a.as_primitive::<TimestampMicrosecondType>().value(0).to_string(),
+        DataType::Binary => a.as_binary::<i32>().value(0).iter().map(|b| format!("{b:02x}")).collect(),
+        DataType::Decimal128(_, s) => {
+            let v = a.as_primitive::<Decimal128Type>().value(0);
+            let digits = v.unsigned_abs().to_string();
+            let s = *s as usize;
+            let digits =
+                if digits.len() <= s { format!("{}{digits}", "0".repeat(s + 1 - digits.len())) } else { digits };
+            let (int, frac) = digits.split_at(digits.len() - s);
+            let sign = if v < 0 { "-" } else { "" };
+            if s == 0 {
+                format!("{sign}{int}")
+            } else {
+                format!("{sign}{int}.{frac}")
+            }
+        }
         DataType::Float64 => float_text(a.as_primitive::<Float64Type>().value(0), expected),
         DataType::Float32 => {
             let v = a.as_primitive::<Float32Type>().value(0);
@@ -216,7 +295,7 @@ fn functions_match_spark() {
         let f: Vec<&str> = line.split('\t').collect();
         // `types@zone`: the line's session time zone.
         let (type_text, zone) = f[1].split_once('@').unwrap_or((f[1], "UTC"));
-        let (name, types) = (f[0], type_text.split(',').map(|t| arrow_type(t, zone)).collect::<Vec<_>>());
+        let (name, types) = (f[0], split_types(type_text, zone));
         let texts = &f[2..2 + types.len()];
         let expected = [f[2 + types.len()], f[3 + types.len()]];
         let schema = Arc::new(Schema::new(
@@ -228,16 +307,13 @@ fn functions_match_spark() {
         let args: Vec<pb::Expr> = types
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                // LIKE's pattern and escape, and the zone of from/to_utc_timestamp, are literals.
-                let literal = (name == "like" && i > 0)
-                    || (name.ends_with("_utc_timestamp") && i == 1)
-                    || (name == "next_day" && i == 1);
-                if literal {
-                    string_literal(texts[i])
-                } else {
-                    col(i as u32, t)
-                }
+            .map(|(i, t)| match name {
+                // LIKE's pattern and escape, and the zone of from/to_utc_timestamp and next_day's day, are literals.
+                "like" if i > 0 => string_literal(texts[i]),
+                "from_utc_timestamp" | "to_utc_timestamp" | "next_day" if i == 1 => string_literal(texts[i]),
+                // Spark requires round's scale to be foldable: the JVM side sends it as a literal.
+                "round" | "bround" if i == 1 => int_literal(texts[i]),
+                _ => col(i as u32, t),
             })
             .collect();
         for (mode, expected) in [pb::EvalMode::Legacy, pb::EvalMode::Ansi].into_iter().zip(expected) {
@@ -246,7 +322,7 @@ fn functions_match_spark() {
                 kind: Some(pb::expr::Kind::ScalarFunction(pb::ScalarFunction {
                     name: name.to_string(),
                     args: args.clone(),
-                    return_type: Some(pb_type(&return_type(name, &types, zone))),
+                    return_type: Some(pb_type(&return_type(name, &types, texts, zone))),
                     eval_mode: mode as i32,
                     timezone: zone.to_string(),
                     query_context: 0,

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Schema};
 use datafusion_common::Result;
-use datafusion_expr::ScalarUDF;
 use ember_proto as pb;
 use pb::expr::Kind;
 
@@ -15,8 +14,10 @@ use crate::error::plan_error;
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
 use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay, TruncDate};
 use crate::expressions::functions::math::{
-    Abs, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp, UnaryDouble,
+    Abs, BinaryMath, BinaryMathFn, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp,
+    Transcendental, UnaryDouble, UnaryMath, WidthBucket,
 };
+use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
 use crate::expressions::functions::string_edit::{
     Levenshtein, Locate, Pad, Repeat, Replace, SubstringIndex, Translate, Trim, TrimSide,
 };
@@ -111,6 +112,36 @@ pub const FUNCTIONS: &[&str] = &[
     "months_between",
     "next_day",
     "make_date",
+    "cbrt",
+    "exp",
+    "expm1",
+    "ln",
+    "log2",
+    "log10",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "degrees",
+    "radians",
+    "rint",
+    "atan2",
+    "power",
+    "hypot",
+    "log",
+    "floor",
+    "ceil",
+    "round",
+    "bround",
+    "factorial",
+    "hex",
+    "unhex",
+    "bin",
+    "width_bucket",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -125,6 +156,12 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
     };
     use DataType::*;
     let sig = (types.as_slice(), &return_type);
+    let udf = |u| -> Result<Arc<dyn Kernel>> {
+        match UdfKernel::new(u, &types, &return_type) {
+            Some(k) => Ok(Arc::new(k)),
+            None => Err(unsupported()),
+        }
+    };
     let kernel: Arc<dyn Kernel> = match name {
         "like" => match sig {
             ([Utf8, Utf8, Utf8], Boolean) => like_kernel(f)?,
@@ -307,18 +344,18 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             _ => return Err(unsupported()),
         },
         "soundex" => match sig {
-            ([Utf8], Utf8) => udf(datafusion_spark::function::string::soundex(), &types, &return_type)?,
+            ([Utf8], Utf8) => udf(datafusion_spark::function::string::soundex())?,
             _ => return Err(unsupported()),
         },
         "concat" => match sig {
             (ts, Utf8) if !ts.is_empty() && ts.iter().all(|t| *t == Utf8) => {
-                udf(datafusion_spark::function::string::concat(), &types, &return_type)?
+                udf(datafusion_spark::function::string::concat())?
             }
             _ => return Err(unsupported()),
         },
         "concat_ws" => match sig {
             (ts, Utf8) if !ts.is_empty() && ts.iter().all(|t| *t == Utf8) => {
-                udf(datafusion_spark::function::string::concat_ws(), &types, &return_type)?
+                udf(datafusion_spark::function::string::concat_ws())?
             }
             _ => return Err(unsupported()),
         },
@@ -406,18 +443,98 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([Int32, Int32, Int32], Date32) => Arc::new(MakeDate { ansi: mode == Mode::Ansi }),
             _ => return Err(unsupported()),
         },
+        _ if Transcendental::by_name(name).is_some() => match (sig, Transcendental::by_name(name)) {
+            (([Float64], Float64), Some(f)) => Arc::new(UnaryMath(f)),
+            _ => return Err(unsupported()),
+        },
+        "atan2" | "power" | "hypot" | "log" => match sig {
+            ([Float64, Float64], Float64) => Arc::new(BinaryMath(match name {
+                "atan2" => BinaryMathFn::Atan2,
+                "power" => BinaryMathFn::Power,
+                "hypot" => BinaryMathFn::Hypot,
+                _ => BinaryMathFn::Log,
+            })),
+            _ => return Err(unsupported()),
+        },
+        "floor" | "ceil" => match sig {
+            // datafusion-spark's, golden-checked: Java's saturating (long) cast of Math.floor/ceil, NaN → 0.
+            ([Float64 | Int64], Int64) if name == "floor" => udf(datafusion_spark::function::math::floor())?,
+            ([Float64 | Int64], Int64) => udf(datafusion_spark::function::math::ceil())?,
+            // Spark: the type itself at scale 0, else DECIMAL(p - s + 1, 0) (bounded at 38).
+            ([Decimal128(p, s)], Decimal128(rp, 0))
+                if *s >= 0 && *rp == (*p as i32 - *s as i32 + 1).min(38) as u8 || *s == 0 && rp == p =>
+            {
+                Arc::new(RoundDecimal {
+                    how: if name == "ceil" { DecimalRounding::Ceil } else { DecimalRounding::Floor },
+                    scale: Some(0),
+                    in_scale: *s,
+                    out_precision: *rp,
+                    out_scale: 0,
+                })
+            }
+            _ => return Err(unsupported()),
+        },
+        "round" | "bround" => match sig {
+            ([t, Int32], rt) if t == rt && matches!(t, Int8 | Int16 | Int32 | Int64 | Float32 | Float64) => {
+                if mode == Mode::Try {
+                    return Err(plan_error(format!("{name} has no TRY mode")));
+                }
+                Arc::new(Round {
+                    mode: if name == "round" { RoundMode::HalfUp } else { RoundMode::HalfEven },
+                    scale: int_literal(f, 1)?,
+                    ansi: mode == Mode::Ansi,
+                })
+            }
+            ([Decimal128(p, s), Int32], Decimal128(rp, rs)) if *s >= 0 => {
+                let scale = int_literal(f, 1)?;
+                // Spark's RoundBase result type: one more integral digit, min(s, scale) fractional digits, or
+                // scale 0 with at least 1 - scale digits for a negative scale; bounded at 38.
+                let (p, s) = (*p as i32, *s as i32);
+                let expected = match scale {
+                    Some(k) if k < 0 => ((p - s + 1).max(1 - k).min(38), 0),
+                    Some(k) => ((p - s + 1 + s.min(k)).min(38), s.min(k)),
+                    None => (*rp as i32, *rs as i32),
+                };
+                // Only a DECIMAL(38, 0) can round (to a negative scale) past 38 digits, where Spark raises its
+                // own precision error: left to Spark.
+                if expected != (*rp as i32, *rs as i32) || matches!(scale, Some(k) if k < 0 && p - s + 1 > 38) {
+                    return Err(unsupported());
+                }
+                Arc::new(RoundDecimal {
+                    how: if name == "round" { DecimalRounding::HalfUp } else { DecimalRounding::HalfEven },
+                    scale,
+                    in_scale: s as i8,
+                    out_precision: *rp,
+                    out_scale: *rs,
+                })
+            }
+            _ => return Err(unsupported()),
+        },
+        // datafusion-spark's, golden-checked (NULL outside 0..=20; Math.rint's ties to even).
+        "factorial" => match sig {
+            ([Int32], Int64) => udf(datafusion_spark::function::math::factorial())?,
+            _ => return Err(unsupported()),
+        },
+        "rint" => match sig {
+            ([Float64], Float64) => udf(datafusion_spark::function::math::rint())?,
+            _ => return Err(unsupported()),
+        },
+        // datafusion-spark's, golden-checked: Spark's digits (upper case, two's complement for negatives,
+        // NULL for a non-hex or non-ASCII character in unhex, an odd length padded with a leading 0).
+        "hex" | "unhex" | "bin" => match sig {
+            ([Int64 | Utf8 | Binary], Utf8) if name == "hex" => udf(datafusion_spark::function::math::hex())?,
+            ([Utf8], Binary) if name == "unhex" => udf(datafusion_spark::function::math::unhex())?,
+            ([Int64], Utf8) if name == "bin" => udf(datafusion_spark::function::math::bin())?,
+            _ => return Err(unsupported()),
+        },
+        "width_bucket" => match sig {
+            ([Float64, Float64, Float64, Int64], Int64) => Arc::new(WidthBucket),
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
     Ok(QueryContextExpr::wrap(e, f.query_context, &[]))
-}
-
-/// A DataFusion / `datafusion-spark` UDF the golden table proves equal to Spark's for these argument types.
-fn udf(f: Arc<ScalarUDF>, types: &[DataType], return_type: &DataType) -> Result<Arc<dyn Kernel>> {
-    match UdfKernel::new(Arc::clone(&f), types, return_type) {
-        Some(k) => Ok(Arc::new(k)),
-        None => Err(plan_error(format!("{}({types:?}) does not return {return_type}", f.name()))),
-    }
 }
 
 /// The function's session time zone (`ScalarFunction.timezone`), or the plan error naming it.
@@ -439,6 +556,17 @@ fn string_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<Option<Stri
 
 fn is_int(t: &DataType) -> bool {
     matches!(t, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
+}
+
+/// Argument `i` as an INT literal (`round`'s scale, which Spark requires to be foldable); `None` for NULL.
+fn int_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<i32>> {
+    match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            datafusion_common::ScalarValue::Int32(v) => Ok(v),
+            other => Err(plan_error(format!("{} argument {i} is {other:?}", f.name))),
+        },
+        _ => Err(plan_error(format!("{} with a non-literal argument {i}", f.name))),
+    }
 }
 
 /// The pattern and escape character are literals (Spark's Like keeps the escape outside its children; a

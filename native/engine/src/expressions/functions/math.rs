@@ -389,3 +389,209 @@ impl Kernel for Abs {
         }
     }
 }
+
+/// DOUBLE → DOUBLE functions Spark computes with `java.lang.StrictMath` (or `Math`, which delegates to it on
+/// JDK 17–21), bit for bit: fdlibm's algorithms, from the `libm` crate where its function is fdlibm's
+/// (`exp`, `expm1`, `asin`, `acos`, `atan`; its `log1p` differs, so `log1p` and `atanh` fall back) and from
+/// [`super::fdlibm`] where musl changed it. Rust's
+/// `f64` methods are not used: they call the platform's libm, whose last bit differs from Java's for some
+/// inputs (glibc's `exp(1.0)` is 2.718281828459045, `StrictMath.exp(1.0)` 2.7182818284590455). `sin`, `cos`,
+/// `tan` and `cot` are not here: Java computes them with `Math`'s JIT intrinsics, which are not fdlibm.
+/// The logarithms give NULL at or below 0, as Spark does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transcendental {
+    Cbrt,
+    Exp,
+    Expm1,
+    Ln,
+    Log2,
+    Log10,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Asinh,
+    Acosh,
+    Degrees,
+    Radians,
+}
+
+impl Transcendental {
+    pub fn by_name(name: &str) -> Option<Self> {
+        use Transcendental::*;
+        Some(match name {
+            "cbrt" => Cbrt,
+            "exp" => Exp,
+            "expm1" => Expm1,
+            "ln" => Ln,
+            "log2" => Log2,
+            "log10" => Log10,
+            "asin" => Asin,
+            "acos" => Acos,
+            "atan" => Atan,
+            "sinh" => Sinh,
+            "cosh" => Cosh,
+            "tanh" => Tanh,
+            "asinh" => Asinh,
+            "acosh" => Acosh,
+            "degrees" => Degrees,
+            "radians" => Radians,
+            _ => return None,
+        })
+    }
+
+    /// `f(x)`, `None` for a logarithm's NULL.
+    pub fn eval(self, x: f64) -> Option<f64> {
+        use super::fdlibm;
+        use Transcendental::*;
+        // sqrt(Double.MaxValue): Spark 4.1's asinh/acosh switch to log(2) + log(|x|) from there (x * x overflows).
+        const SQRT_MAX: f64 = 1.3407807929942596e154;
+        Some(match self {
+            Cbrt => fdlibm::cbrt(x),
+            Exp => libm::exp(x),
+            Expm1 => libm::expm1(x),
+            Ln if x <= 0.0 => return None,
+            Ln => fdlibm::log(x),
+            Log2 if x <= 0.0 => return None,
+            // Spark: StrictMath.log(x) / StrictMath.log(2).
+            Log2 => fdlibm::log(x) / fdlibm::log(2.0),
+            Log10 if x <= 0.0 => return None,
+            Log10 => fdlibm::log10(x),
+            Asin => libm::asin(x),
+            Acos => libm::acos(x),
+            Atan => libm::atan(x),
+            Sinh => fdlibm::sinh(x),
+            Cosh => fdlibm::cosh(x),
+            Tanh => fdlibm::tanh(x),
+            Asinh if x.abs() >= SQRT_MAX - 1.0 => java_signum(x) * (fdlibm::log(2.0) + fdlibm::log(x.abs())),
+            Asinh => fdlibm::log(x + (x * x + 1.0).sqrt()),
+            Acosh if x >= SQRT_MAX => fdlibm::log(2.0) + fdlibm::log(x),
+            Acosh if x < 1.0 => f64::NAN,
+            Acosh => fdlibm::log(x + (x * x - 1.0).sqrt()),
+            // Math.toDegrees / toRadians: one multiplication by Java's constant.
+            Degrees => x * 57.29577951308232,
+            Radians => x * 0.017453292519943295,
+        })
+    }
+}
+
+/// `Math.signum`: ±0.0 and NaN unchanged.
+fn java_signum(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        x
+    }
+}
+
+#[derive(Debug)]
+pub struct UnaryMath(pub Transcendental);
+
+impl Kernel for UnaryMath {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let f = self.0;
+        let a = args[0].as_primitive::<Float64Type>();
+        let out: PrimitiveArray<Float64Type> = a.iter().map(|v| v.and_then(|x| f.eval(x))).collect();
+        Ok(Arc::new(out))
+    }
+}
+
+/// (DOUBLE, DOUBLE) → DOUBLE: `atan2(y, x)` (Spark adds 0.0 to both, turning -0.0 into 0.0), `power`
+/// (StrictMath.pow: the `libm` crate's is FreeBSD's e_pow.c, fdlibm's but for C99's special cases), `hypot` and `log(base, x)`
+/// (`StrictMath.log(x) / StrictMath.log(base)`, NULL when either is at most 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryMathFn {
+    Atan2,
+    Power,
+    Hypot,
+    Log,
+}
+
+impl BinaryMathFn {
+    pub fn eval(self, a: f64, b: f64) -> Option<f64> {
+        use super::fdlibm;
+        Some(match self {
+            BinaryMathFn::Atan2 => fdlibm::atan2(a + 0.0, b + 0.0),
+            // Java, unlike C99 (and musl): a NaN exponent gives NaN even for 1, and (±1)^±∞ is NaN.
+            BinaryMathFn::Power if b.is_nan() || (a.abs() == 1.0 && b.is_infinite()) => f64::NAN,
+            BinaryMathFn::Power => libm::pow(a, b),
+            BinaryMathFn::Hypot => fdlibm::hypot(a, b),
+            BinaryMathFn::Log if a <= 0.0 || b <= 0.0 => return None,
+            BinaryMathFn::Log => fdlibm::log(b) / fdlibm::log(a),
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct BinaryMath(pub BinaryMathFn);
+
+impl Kernel for BinaryMath {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let f = self.0;
+        let (l, r) = (args[0].as_primitive::<Float64Type>(), args[1].as_primitive::<Float64Type>());
+        let out: PrimitiveArray<Float64Type> = l
+            .iter()
+            .zip(r.iter())
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => f.eval(a, b),
+                _ => None,
+            })
+            .collect();
+        Ok(Arc::new(out))
+    }
+}
+
+/// `width_bucket(value, min, max, n)` over doubles (Spark's `WidthBucket.computeBucketNumber`): NULL for
+/// `n <= 0`, `n = Long.MaxValue`, a NaN value, `min = max` or a NaN/infinite bound; 0 below the range, `n + 1`
+/// at or above its end, else `(n * (value - lower) / (upper - lower)).toLong + 1` (mirrored when `min > max`).
+///
+/// Ember's own kernel: datafusion-spark's `width_bucket` gives NULL for an infinite value (Spark: 0 or n + 1),
+/// overflows on `n = Long.MaxValue` (Spark: NULL), and divides by the bucket width instead of multiplying by
+/// `n` first, which rounds differently at bucket edges.
+#[derive(Debug)]
+pub struct WidthBucket;
+
+pub fn width_bucket(value: f64, min: f64, max: f64, n: i64) -> Option<i64> {
+    if n <= 0 || n == i64::MAX || value.is_nan() || min == max || !min.is_finite() || !max.is_finite() {
+        return None;
+    }
+    let (lower, upper) = (min.min(max), min.max(max));
+    Some(if min < max {
+        if value < lower {
+            0
+        } else if value >= upper {
+            n + 1
+        } else {
+            (n as f64 * (value - lower) / (upper - lower)) as i64 + 1
+        }
+    } else if value > upper {
+        0
+    } else if value <= lower {
+        n + 1
+    } else {
+        (n as f64 * (upper - value) / (upper - lower)) as i64 + 1
+    })
+}
+
+impl Kernel for WidthBucket {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let v = args[0].as_primitive::<Float64Type>();
+        let lo = args[1].as_primitive::<Float64Type>();
+        let hi = args[2].as_primitive::<Float64Type>();
+        let n = args[3].as_primitive::<Int64Type>();
+        let out: PrimitiveArray<Int64Type> = (0..v.len())
+            .map(|i| {
+                if v.is_null(i) || lo.is_null(i) || hi.is_null(i) || n.is_null(i) {
+                    None
+                } else {
+                    width_bucket(v.value(i), lo.value(i), hi.value(i), n.value(i))
+                }
+            })
+            .collect();
+        Ok(Arc::new(out))
+    }
+}

@@ -188,6 +188,100 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  private val math = Seq(
+    "cbrt(f64)",
+    "exp(f64 / 100)",
+    "expm1(f64 / 100)",
+    "ln(f64)",
+    "log(f64)",
+    "log2(f64)",
+    "log10(f64)",
+    "log(2.0, f64)",
+    "log(f64, 100D)",
+    "asin(f64 / 2000)",
+    "acos(f64 / 2000)",
+    "atan(f64)",
+    "sinh(f64 / 100)",
+    "cosh(f64 / 100)",
+    "tanh(f64 / 100)",
+    "asinh(f64)",
+    "acosh(f64)",
+    "degrees(f64)",
+    "radians(f32)",
+    "rint(f64)",
+    "atan2(f64, f32)",
+    "pow(f64, 2)",
+    "power(f32, f64 / 1000)",
+    "hypot(f64, f32)",
+    "floor(f64)",
+    "ceil(f32)",
+    "floor(i64)",
+    "ceil(i32)",
+    "round(i64)",
+    "factorial(i8)",
+    "nullifzero(i32)",
+    "zeroifnull(i64)",
+    "floor(dec)",
+    "ceil(dec38)",
+    "round(dec, 1)",
+    "bround(dec, -2)",
+    "round(dec38, 3)",
+    "bround(dec38, -5)",
+    "width_bucket(f64, -1000D, 1000D, 10L)",
+    "width_bucket(f64, 500D, -500D, i64)",
+    "hex(i64)",
+    "hex(s)",
+    "hex(bin)",
+    "unhex(s)",
+    "unhex(hex(s))",
+    "bin(i64)"
+  ) ++ (if (Runtime.version().feature() >= 19) {
+          Seq("round(f64, 2)", "bround(f64, 1)", "round(f64 * 1e6, -3)", "round(f32, 1)", "bround(f32)")
+        } else Nil)
+
+  test("math functions, ANSI on and off") {
+    bothAnsiModes { ansi =>
+      // Integral rounding overflows on the data's MIN/MAX values: ARITHMETIC_OVERFLOW under ANSI (checked below).
+      val legacyOnly =
+        Seq("round(i8, -1)", "bround(i64, -2)", "round(i32, -9)", "round(i32, -1)", "bround(i16, -2)")
+      val exprs = math ++ (if (ansi) Nil else legacyOnly)
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where(
+          "floor(f64) > 0 AND ln(f64) < 5 AND round(i32) <> 0 AND width_bucket(f64, 0D, 1D, 3L) > 2"
+        ),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("integral round overflow: ARITHMETIC_OVERFLOW under ANSI") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      checkSparkErrorAndNative(data.selectExpr("round(i8, -1) AS r"), Seq(cls[EmberProjectExec]))
+    }
+  }
+
+  test("sin/cos/tan (Math's intrinsics) and round of a double before JDK 19 fall back with the reason") {
+    val exprs =
+      Seq("sin(f64)", "tan(f64)") ++ (if (Runtime.version().feature() < 19) Seq("round(f64, 2)") else Nil)
+    exprs.foreach { e =>
+      val query = () => data.selectExpr("id", s"$e AS r")
+      checkSparkAnswerAndNative(query(), Nil)
+      withEmber(enabled = true) {
+        val reasons = EmberExplainInfo.fallbackLines(query().queryExecution.executedPlan)
+        assert(
+          reasons
+            .map(_.toLowerCase(java.util.Locale.ROOT))
+            .exists(r => r.contains("sin") || r.contains("tan") || r.contains("round")),
+          s"$e: $reasons"
+        )
+      }
+    }
+  }
+
   test("pmod by zero: REMAINDER_BY_ZERO under ANSI, NULL otherwise") {
     withSQLConf("spark.sql.ansi.enabled" -> "true") {
       checkSparkErrorAndNative(data.selectExpr("pmod(i64, 0L) AS r"), Seq(cls[EmberProjectExec]))

@@ -107,10 +107,102 @@ object FunctionSerde {
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
   }
 
+  private val jdkFeature = Runtime.version().feature()
+
+  /**
+   * `round` / `bround`: the scale is foldable (Spark checks it), sent as an INT literal. Spark rounds a float or
+   * double through `Double.toString`'s digits, which JDK 19 changed (JDK 17 sometimes prints more digits than the
+   * shortest); the engine reproduces JDK 19+'s, so on an older JVM those stay in Spark.
+   */
+  private def round(e: Expression): Either[String, Seq[Expression]] = e match {
+    case r: RoundBase =>
+      (r.left.dataType, r.right) match {
+        case (FloatType | DoubleType, _) if jdkFeature < 19 =>
+          Left(
+            s"${e.prettyName} of ${r.left.dataType.simpleString} on JDK $jdkFeature (Double.toString before JDK 19)"
+          )
+        case (_, scale) if scale.foldable => Right(Seq(r.left, Literal(scale.eval(), IntegerType)))
+        case _ => Left(s"${e.prettyName} with a non-foldable scale")
+      }
+    case _ => Left(s"${e.prettyName} is not a rounding expression")
+  }
+
+  private def roundMode(e: Expression): EvalMode.Value = e match {
+    case Round(_, _, true) | BRound(_, _, true) => EvalMode.ANSI
+    case _ => EvalMode.LEGACY
+  }
+
+  private val double = "double"
+
   private val stringTypes = "string (UTF8_BINARY)"
   private val ints = "tinyint/smallint/int/bigint"
 
-  val registry: Map[Class[_], Fn] = Map(
+  /**
+   * Spark computes these with `java.lang.Math`, which delegates to `StrictMath` (fdlibm, what the engine
+   * reproduces) on JDK 17 and 21; later JDKs add JIT intrinsics for some (`tanh` in 24, `cbrt` in 25), whose last
+   * bit may differ, so on those JVMs they stay in Spark.
+   */
+  private def viaMath(e: Expression): Either[String, Seq[Expression]] =
+    if (jdkFeature <= 21) Right(e.children)
+    else
+      Left(s"${e.prettyName} on JDK $jdkFeature (java.lang.Math may use a JIT intrinsic there, not fdlibm)")
+
+  /**
+   * DOUBLE functions of `java.lang.StrictMath` / `Math` the engine reproduces bit for bit (golden-checked).
+   * `sin`, `cos`, `tan`, `cot` are not here: `Math`'s JIT intrinsics compute them, not fdlibm.
+   */
+  private val transcendental: Map[Class[_], Fn] = Map(
+    classOf[Cbrt] -> Fn("cbrt", double, viaMath),
+    classOf[Exp] -> Fn("exp", double, all),
+    classOf[Expm1] -> Fn("expm1", double, all),
+    classOf[Log] -> Fn("ln", "double (NULL at or below 0)", all),
+    classOf[Log2] -> Fn("log2", "double (NULL at or below 0)", all),
+    classOf[Log10] -> Fn("log10", "double (NULL at or below 0)", all),
+    classOf[Asin] -> Fn("asin", double, viaMath),
+    classOf[Acos] -> Fn("acos", double, viaMath),
+    classOf[Atan] -> Fn("atan", double, viaMath),
+    classOf[Sinh] -> Fn("sinh", double, viaMath),
+    classOf[Cosh] -> Fn("cosh", double, viaMath),
+    classOf[Tanh] -> Fn("tanh", double, viaMath),
+    classOf[Asinh] -> Fn("asinh", double, all),
+    classOf[Acosh] -> Fn("acosh", double, all),
+    classOf[ToDegrees] -> Fn("degrees", double, all),
+    classOf[ToRadians] -> Fn("radians", double, all),
+    classOf[Rint] -> Fn("rint", double, all),
+    classOf[Atan2] -> Fn("atan2", "double, double", viaMath),
+    classOf[Pow] -> Fn("power", "double, double", all),
+    classOf[Hypot] -> Fn("hypot", "double, double", viaMath),
+    classOf[Logarithm] -> Fn("log", "double, double (NULL when either is at most 0)", all)
+  )
+
+  private def unhex(e: Expression): Either[String, Seq[Expression]] = e match {
+    case u: Unhex if !u.failOnError => Right(e.children)
+    case _ => Left("unhex raising errors (to_binary's hex format)")
+  }
+
+  private val rounding: Map[Class[_], Fn] = Map(
+    classOf[Floor] -> Fn("floor", "double/bigint/decimal", all),
+    classOf[Ceil] -> Fn("ceil", "double/bigint/decimal", all),
+    classOf[Round] -> Fn(
+      "round",
+      "integers, decimal, float/double (JDK 19+), literal scale",
+      round,
+      roundMode
+    ),
+    classOf[BRound] -> Fn(
+      "bround",
+      "integers, decimal, float/double (JDK 19+), literal scale",
+      round,
+      roundMode
+    ),
+    classOf[Factorial] -> Fn("factorial", "int", all),
+    classOf[WidthBucket] -> Fn("width_bucket", "double, double, double, bigint", all),
+    classOf[Hex] -> Fn("hex", "bigint/string/binary", all),
+    classOf[Unhex] -> Fn("unhex", "string", unhex),
+    classOf[Bin] -> Fn("bin", "bigint", all)
+  )
+
+  val registry: Map[Class[_], Fn] = Map[Class[_], Fn](
     classOf[Like] -> Fn("like", "string LIKE literal pattern, any escape character", like),
     classOf[StartsWith] -> Fn("startswith", stringTypes, strings(2)),
     classOf[EndsWith] -> Fn("endswith", stringTypes, strings(2)),
@@ -197,8 +289,7 @@ object FunctionSerde {
     classOf[StringRepeat] -> Fn("repeat", s"$stringTypes, int", strings(1)),
     classOf[Levenshtein] -> Fn("levenshtein", s"$stringTypes, optional literal int threshold", levenshtein),
     classOf[SoundEx] -> Fn("soundex", stringTypes, strings(1)),
-    classOf[SubstringIndex] -> Fn("substring_index", s"$stringTypes, string, int", strings(2))
-,
+    classOf[SubstringIndex] -> Fn("substring_index", s"$stringTypes, string, int", strings(2)),
     // Timestamps in the session time zone: UTC, fixed offsets and the tz database's region zones.
     classOf[Hour] -> Fn("hour", "timestamp (session time zone)", all),
     classOf[Minute] -> Fn("minute", "timestamp (session time zone)", all),
@@ -231,7 +322,7 @@ object FunctionSerde {
       failOnError
     ),
     classOf[MakeDate] -> Fn("make_date", "int, int, int", all, failOnError)
-  )
+  ) ++ transcendental ++ rounding
 
   /** The pad string too must be UTF8_BINARY (lpad / rpad of binary are other expressions). */
   private def pad(e: Expression): Either[String, Seq[Expression]] =
