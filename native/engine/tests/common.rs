@@ -224,3 +224,9 @@ pub fn drain(p: &mut NativePlan, stop_after: Option<usize>) -> (Vec<RecordBatch>
     }
     (out, None)
 }
+
+/// Every DataFusion join type the spilling hash join runs.
+pub const ALL_JOIN_TYPES: [datafusion_common::JoinType; 10] = {
+    use datafusion_common::JoinType::*;
+    [Inner, Left, Right, Full, LeftSemi, LeftAnti, RightSemi, RightAnti, LeftMark, RightMark]
+};

@@ -1,5 +1,6 @@
 //! `DynamicFilter`: property tests of its summaries, union and proto form on random keys with nulls and
 //! duplicates; and the hash join's use of it (pruning measured, the cost gate's decisions).
+mod common;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -372,18 +373,7 @@ async fn selective_build_prunes_probe_rows() {
     let build = side("b", 2_000, |i| (i % 10 != 9).then_some((i % 100) as i64 * 97));
     let probe = side("p", 100_000, |i| (i % 50 != 0).then_some((i * 7919 % 10_000) as i64));
     let cfg = JoinDynamicFilterConfig::default();
-    for join_type in [
-        JoinType::Inner,
-        JoinType::Left,
-        JoinType::Right,
-        JoinType::Full,
-        JoinType::LeftSemi,
-        JoinType::LeftAnti,
-        JoinType::RightSemi,
-        JoinType::RightAnti,
-        JoinType::LeftMark,
-        JoinType::RightMark,
-    ] {
+    for join_type in common::ALL_JOIN_TYPES {
         let off = join(&build, &probe, join_type, None).await;
         let on = join(&build, &probe, join_type, Some(cfg)).await;
         assert_eq!(on.rows, off.rows, "{join_type:?}: rows");

@@ -37,18 +37,7 @@ use common::files_under;
 
 const BATCH: usize = 256;
 
-const ALL_TYPES: [JoinType; 10] = [
-    JoinType::Inner,
-    JoinType::Left,
-    JoinType::Right,
-    JoinType::Full,
-    JoinType::LeftSemi,
-    JoinType::LeftAnti,
-    JoinType::RightSemi,
-    JoinType::RightAnti,
-    JoinType::LeftMark,
-    JoinType::RightMark,
-];
+const ALL_TYPES: [JoinType; 10] = common::ALL_JOIN_TYPES;
 
 fn build_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

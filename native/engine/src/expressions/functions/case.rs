@@ -66,21 +66,26 @@ fn map_case(v: &str, case: Case, out: &mut String) {
 
 impl Kernel for CaseMap {
     fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
-        let s = strings(&args[0])?;
-        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
-        let mut buf = String::new();
-        for v in s.iter() {
-            match v {
-                None => out.append_null(),
-                Some(v) => {
-                    buf.clear();
-                    map_case(v, self.0, &mut buf);
-                    out.append_value(&buf);
-                }
+        map_each(&args[0], |v, buf| map_case(v, self.0, buf))
+    }
+}
+
+/// `f` over every non-null string of `arg`, each written into a cleared buffer.
+fn map_each(arg: &ArrayRef, f: impl Fn(&str, &mut String)) -> Result<ArrayRef> {
+    let s = strings(arg)?;
+    let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
+    let mut buf = String::new();
+    for v in s.iter() {
+        match v {
+            None => out.append_null(),
+            Some(v) => {
+                buf.clear();
+                f(v, &mut buf);
+                out.append_value(&buf);
             }
         }
-        Ok(Arc::new(out.finish()))
     }
+    Ok(Arc::new(out.finish()))
 }
 
 /// `initcap(str)`: see the module doc.
@@ -128,20 +133,7 @@ fn init_cap(v: &str, out: &mut String) {
 
 impl Kernel for InitCap {
     fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
-        let s = strings(&args[0])?;
-        let mut out = StringBuilder::with_capacity(s.len(), s.value_data().len());
-        let mut buf = String::new();
-        for v in s.iter() {
-            match v {
-                None => out.append_null(),
-                Some(v) => {
-                    buf.clear();
-                    init_cap(v, &mut buf);
-                    out.append_value(&buf);
-                }
-            }
-        }
-        Ok(Arc::new(out.finish()))
+        map_each(&args[0], init_cap)
     }
 }
 
