@@ -13,11 +13,12 @@
 //! DataFusion has no such call-back). So the pool keeps a small *headroom* (see
 //! [`BrokerMemoryPool::with_headroom`]; [`DEFAULT_HEADROOM_BYTES`] in native plans unless the plan's config sets
 //! `memory_headroom_bytes` (`spark.ember.memory.headroomBytes`), at most an eighth of what
-//! Spark grants when the plan starts), acquired from the broker up front and never lent to a consumer that can
-//! spill (`MemoryConsumer::with_can_spill(true)`): those are refused as soon as the broker refuses, and spill. A
-//! consumer that cannot spill is served from the headroom when the broker refuses, as long as its reservation
-//! stays within the headroom's size (so one greedy non-spilling consumer, e.g. a merge that grows per merged
-//! file until refused, cannot take all of it from the others).
+//! Spark grants when the plan starts), acquired from the broker up front and not lent to a consumer that can
+//! spill (`MemoryConsumer::with_can_spill(true)`) while it holds memory: those are refused as soon as the broker
+//! refuses, and spill. A consumer that cannot spill — or one that can but holds nothing, hence has nothing to
+//! spill (a sort above a join that took the task's share) — is served from the headroom when the broker
+//! refuses, as long as its reservation stays within the headroom's size (so one greedy non-spilling consumer,
+//! e.g. a merge that grows per merged file until refused, cannot take all of it from the others).
 //! Memory given back refills the headroom before it returns to Spark. The headroom is counted by Spark as this
 //! task's (it is held from the broker), not as reserved by an operator.
 //!
@@ -161,13 +162,14 @@ impl MemoryPool for BrokerMemoryPool {
         let granted = self.broker.acquire(additional)?;
         let mut s = self.state.lock().unwrap();
         if granted < additional {
-            // The float serves what the broker refused to anyone; the headroom only to a consumer that cannot
-            // spill and whose reservation stays within the headroom's size.
+            // The float serves what the broker refused to anyone; the headroom a consumer that cannot spill and
+            // whose reservation stays within the headroom's size, or one that can spill but holds nothing yet
+            // (a sort above a join that holds the task's share: with nothing to spill it could only fail, so it
+            // gets one batch, spills it when refused next, and asks again from nothing).
             let (spare, missing) = (s.held.saturating_sub(s.used), additional - granted);
+            let may_use_headroom = !reservation.consumer().can_spill() || reservation.size() == 0;
             let from_spare = missing <= spare.saturating_sub(self.headroom)
-                || (!reservation.consumer().can_spill()
-                    && missing <= spare
-                    && reservation.size() + additional <= self.headroom);
+                || (may_use_headroom && missing <= spare && reservation.size() + additional <= self.headroom);
             if !from_spare {
                 drop(s);
                 if granted > 0 {
@@ -312,7 +314,8 @@ mod tests {
             merge.try_grow(100).unwrap();
         }
         assert_eq!((sorter.size(), merge.size()), (0, 7000));
-        assert!(MemoryConsumer::new("other").with_can_spill(true).register(&pool).try_grow(100).is_err());
+        // The float is used up; only the headroom is left, and not beyond its size.
+        assert!(MemoryConsumer::new("other").with_can_spill(true).register(&pool).try_grow(101).is_err());
         drop((sorter, merge));
         drop(pool);
         assert_eq!(broker.0.used(), 0);
@@ -326,7 +329,7 @@ mod tests {
         let join = MemoryConsumer::new("join").with_can_spill(true).register(&pool);
         let agg = MemoryConsumer::new("agg").register(&pool);
         let merge = MemoryConsumer::new("merge").register(&pool);
-        // The spilling consumer takes everything the broker grants, never the headroom.
+        // The spilling consumer takes everything the broker grants, and not the headroom once it holds memory.
         join.try_grow(900).unwrap();
         assert!(join.try_grow(1).is_err());
         // A consumer that cannot spill still gets its state, from the headroom ...
@@ -344,6 +347,25 @@ mod tests {
         assert_eq!(broker.used(), 200, "the headroom and the float are kept while the pool lives");
         drop(pool);
         assert_eq!(broker.used(), 0);
+    }
+
+    #[test]
+    fn a_spilling_consumer_holding_nothing_gets_one_batch_from_the_headroom() {
+        let broker = Arc::new(FixedBroker::new(1000));
+        let pool: Arc<dyn MemoryPool> = Arc::new(BrokerMemoryPool::with_headroom(broker.clone(), 100));
+        let join = MemoryConsumer::new("join").with_can_spill(true).register(&pool);
+        let sort = MemoryConsumer::new("sort").with_can_spill(true).register(&pool);
+        join.try_grow(900).unwrap();
+        // The sort above holds nothing it could spill: its first batch comes from the headroom ...
+        sort.try_grow(60).unwrap();
+        // ... its next one does not (it spills the first, then asks again from nothing).
+        assert!(sort.try_grow(30).is_err());
+        sort.shrink(60);
+        sort.try_grow(90).unwrap();
+        // Never more than the headroom's size.
+        sort.shrink(90);
+        assert!(sort.try_grow(101).is_err());
+        assert_eq!((pool.reserved(), broker.used()), (900, 1000));
     }
 
     #[test]

@@ -90,16 +90,18 @@ class EmberCastSuite extends EmberQueryTest {
         }
       }
     }
+  }
+
+  test("timestamp casts in a region session time zone run natively with Spark's answer") {
     withSQLConf("spark.sql.session.timeZone" -> "America/Los_Angeles") {
-      withEmber(enabled = true) {
-        val q = data.selectExpr("CAST(ts AS STRING) AS r")
-        q.collect()
-        assert(
-          EmberExplainInfo
-            .fallbackLines(q.queryExecution.executedPlan)
-            .exists(_.contains("America/Los_Angeles"))
-        )
-      }
+      checkSparkAnswerAndNative(
+        data.selectExpr(
+          "CAST(ts AS STRING) AS s",
+          "CAST(ts AS DATE) AS d",
+          "CAST(CAST(ts AS DATE) AS TIMESTAMP) AS t"
+        ),
+        Seq(cls[EmberProjectExec])
+      )
     }
   }
 }
