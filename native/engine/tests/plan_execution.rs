@@ -482,3 +482,48 @@ fn the_pool_headroom_is_configured_by_the_plan() {
         assert!(got == expected, "headroom {headroom:?}: other rows");
     }
 }
+
+/// Functions whose answer depends on the JVM are decided by the engine from the request's `jdk_feature`: round of
+/// a double (Spark rounds `Double.toString`'s digits, which JDK 19 changed) below JDK 19, and the functions Spark
+/// computes with `java.lang.Math` (fdlibm only up to JDK 21) above JDK 21.
+#[test]
+fn support_of_jvm_dependent_functions_depends_on_the_jdk() {
+    let schema = Arc::new(Schema::new(vec![Field::new("d", DataType::Float64, true)]));
+    let function = |name: &str, args: Vec<pb::Expr>| {
+        let f = pb::Expr {
+            kind: Some(pb::expr::Kind::ScalarFunction(pb::ScalarFunction {
+                name: name.into(),
+                args,
+                return_type: Some(pb_type(&DataType::Float64)),
+                eval_mode: pb::EvalMode::Legacy as i32,
+                timezone: "UTC".into(),
+                query_context: 0,
+            })),
+        };
+        op(
+            1,
+            pb::operator::Kind::Projection(pb::Projection { exprs: vec![f], names: vec!["r".into()] }),
+            vec![input(0, &schema)],
+        )
+    };
+    let scale = pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Int32)),
+            is_null: false,
+            value: Some(pb::literal::Value::LongValue(2)),
+        })),
+    };
+    let round = function("round", vec![col(0, &DataType::Float64), scale]);
+    let cbrt = function("cbrt", vec![col(0, &DataType::Float64)]);
+    let support = |plan: &pb::Operator, jdk| {
+        ember_engine::planner::check_support(plan, &pb::ExecConfig { jdk_feature: jdk, ..Default::default() })
+    };
+    let refused = support(&round, 17).unwrap_err().to_string();
+    assert!(refused.contains("JDK 19") && refused.contains("this JVM is 17"), "{refused}");
+    support(&round, 19).unwrap();
+    support(&round, 0).unwrap();
+    let refused = support(&cbrt, 25).unwrap_err().to_string();
+    assert!(refused.contains("cbrt on JDK 25"), "{refused}");
+    support(&cbrt, 21).unwrap();
+    support(&cbrt, 17).unwrap();
+}

@@ -232,8 +232,8 @@ fn normalize_float_expr(n: &pb::NormalizeFloat, schema: &Schema) -> Result<Physi
 
 thread_local! {
     /// The JVM version the plan being built must match (`ExecConfig.jdk_feature`, 0: none): a property of the
-    /// whole plan that only casts read, set around planning by [`with_jdk_feature`] rather than passed through
-    /// every expression's builder.
+    /// whole plan that casts and some functions read ([`jdk_feature`]), set around planning by
+    /// [`with_jdk_feature`] rather than passed through every expression's builder.
     static JDK_FEATURE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
@@ -245,11 +245,16 @@ pub fn with_jdk_feature<T>(jdk_feature: u32, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// The JVM version the plan being built must match (0: no JVM to match).
+pub(super) fn jdk_feature() -> u32 {
+    JDK_FEATURE.with(|c| c.get())
+}
+
 fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {
     let mode = eval_mode(c.eval_mode)?;
     let to = required_type(&c.to)?;
     let input = child(&c.child, schema, "CAST")?;
-    let jdk = JDK_FEATURE.with(|c| c.get());
+    let jdk = jdk_feature();
     let from = input.data_type(schema)?;
     if jdk != 0 && jdk < cast::FLOAT_TEXT_MIN_JDK && cast::depends_on_java_double_to_string(&from, &to) {
         return Err(plan_error(format!(

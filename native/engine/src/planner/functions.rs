@@ -8,9 +8,10 @@ use datafusion_common::Result;
 use ember_proto as pb;
 use pb::expr::Kind;
 
-use super::expr::{create_expr, eval_mode, PhysicalExprRef};
+use super::expr::{create_expr, eval_mode, jdk_feature, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
+use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
 use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay, TruncDate};
 use crate::expressions::functions::math::{
@@ -444,10 +445,16 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             _ => return Err(unsupported()),
         },
         _ if Transcendental::by_name(name).is_some() => match (sig, Transcendental::by_name(name)) {
+            _ if VIA_MATH.contains(&name) && jdk_feature() > MATH_IS_FDLIBM_MAX_JDK => {
+                return Err(via_math_error(name));
+            }
             (([Float64], Float64), Some(f)) => Arc::new(UnaryMath(f)),
             _ => return Err(unsupported()),
         },
         "atan2" | "power" | "hypot" | "log" => match sig {
+            _ if VIA_MATH.contains(&name) && jdk_feature() > MATH_IS_FDLIBM_MAX_JDK => {
+                return Err(via_math_error(name));
+            }
             ([Float64, Float64], Float64) => Arc::new(BinaryMath(match name {
                 "atan2" => BinaryMathFn::Atan2,
                 "power" => BinaryMathFn::Power,
@@ -478,6 +485,15 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([t, Int32], rt) if t == rt && matches!(t, Int8 | Int16 | Int32 | Int64 | Float32 | Float64) => {
                 if mode == Mode::Try {
                     return Err(plan_error(format!("{name} has no TRY mode")));
+                }
+                // Spark rounds a float or double through `Double.toString`'s digits, which JDK 19 changed; the
+                // kernel reproduces JDK 19+'s.
+                let jdk = jdk_feature();
+                if matches!(t, Float32 | Float64) && jdk != 0 && jdk < FLOAT_TEXT_MIN_JDK {
+                    return Err(plan_error(format!(
+                        "{name} of {t} follows Java's Double.toString, whose output changed in JDK \
+                         {FLOAT_TEXT_MIN_JDK}; this JVM is {jdk}"
+                    )));
                 }
                 Arc::new(Round {
                     mode: if name == "round" { RoundMode::HalfUp } else { RoundMode::HalfEven },
@@ -552,6 +568,16 @@ fn string_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<Option<Stri
         },
         _ => Ok(None),
     }
+}
+
+/// Functions Spark computes with `java.lang.Math`, which delegates to `StrictMath` (fdlibm, what the kernels
+/// reproduce) up to JDK [`MATH_IS_FDLIBM_MAX_JDK`]; later JDKs add JIT intrinsics for some (`tanh` in 24, `cbrt` in
+/// 25) whose last bit may differ, so on those JVMs they stay in Spark.
+const VIA_MATH: &[&str] = &["cbrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "hypot"];
+const MATH_IS_FDLIBM_MAX_JDK: u32 = 21;
+
+fn via_math_error(name: &str) -> datafusion_common::DataFusionError {
+    plan_error(format!("{name} on JDK {} (java.lang.Math may use a JIT intrinsic there, not fdlibm)", jdk_feature()))
 }
 
 fn is_int(t: &DataType) -> bool {

@@ -107,23 +107,14 @@ object FunctionSerde {
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
   }
 
-  private val jdkFeature = Runtime.version().feature()
-
   /**
-   * `round` / `bround`: the scale is foldable (Spark checks it), sent as an INT literal. Spark rounds a float or
-   * double through `Double.toString`'s digits, which JDK 19 changed (JDK 17 sometimes prints more digits than the
-   * shortest); the engine reproduces JDK 19+'s, so on an older JVM those stay in Spark.
+   * `round` / `bround`: the scale is foldable (Spark checks it), sent as an INT literal. Whether a float or double
+   * rounds natively on this JVM (Spark rounds through `Double.toString`'s digits, which JDK 19 changed) is the
+   * engine's call, made from the plan's `jdk_feature`.
    */
   private def round(e: Expression): Either[String, Seq[Expression]] = e match {
-    case r: RoundBase =>
-      (r.left.dataType, r.right) match {
-        case (FloatType | DoubleType, _) if jdkFeature < 19 =>
-          Left(
-            s"${e.prettyName} of ${r.left.dataType.simpleString} on JDK $jdkFeature (Double.toString before JDK 19)"
-          )
-        case (_, scale) if scale.foldable => Right(Seq(r.left, Literal(scale.eval(), IntegerType)))
-        case _ => Left(s"${e.prettyName} with a non-foldable scale")
-      }
+    case r: RoundBase if r.right.foldable => Right(Seq(r.left, Literal(r.right.eval(), IntegerType)))
+    case r: RoundBase => Left(s"${e.prettyName} with a non-foldable scale")
     case _ => Left(s"${e.prettyName} is not a rounding expression")
   }
 
@@ -138,40 +129,30 @@ object FunctionSerde {
   private val ints = "tinyint/smallint/int/bigint"
 
   /**
-   * Spark computes these with `java.lang.Math`, which delegates to `StrictMath` (fdlibm, what the engine
-   * reproduces) on JDK 17 and 21; later JDKs add JIT intrinsics for some (`tanh` in 24, `cbrt` in 25), whose last
-   * bit may differ, so on those JVMs they stay in Spark.
-   */
-  private def viaMath(e: Expression): Either[String, Seq[Expression]] =
-    if (jdkFeature <= 21) Right(e.children)
-    else
-      Left(s"${e.prettyName} on JDK $jdkFeature (java.lang.Math may use a JIT intrinsic there, not fdlibm)")
-
-  /**
    * DOUBLE functions of `java.lang.StrictMath` / `Math` the engine reproduces bit for bit (golden-checked).
    * `sin`, `cos`, `tan`, `cot` are not here: `Math`'s JIT intrinsics compute them, not fdlibm.
    */
   private val transcendental: Map[Class[_], Fn] = Map(
-    classOf[Cbrt] -> Fn("cbrt", double, viaMath),
+    classOf[Cbrt] -> Fn("cbrt", double, all),
     classOf[Exp] -> Fn("exp", double, all),
     classOf[Expm1] -> Fn("expm1", double, all),
     classOf[Log] -> Fn("ln", "double (NULL at or below 0)", all),
     classOf[Log2] -> Fn("log2", "double (NULL at or below 0)", all),
     classOf[Log10] -> Fn("log10", "double (NULL at or below 0)", all),
-    classOf[Asin] -> Fn("asin", double, viaMath),
-    classOf[Acos] -> Fn("acos", double, viaMath),
-    classOf[Atan] -> Fn("atan", double, viaMath),
-    classOf[Sinh] -> Fn("sinh", double, viaMath),
-    classOf[Cosh] -> Fn("cosh", double, viaMath),
-    classOf[Tanh] -> Fn("tanh", double, viaMath),
+    classOf[Asin] -> Fn("asin", double, all),
+    classOf[Acos] -> Fn("acos", double, all),
+    classOf[Atan] -> Fn("atan", double, all),
+    classOf[Sinh] -> Fn("sinh", double, all),
+    classOf[Cosh] -> Fn("cosh", double, all),
+    classOf[Tanh] -> Fn("tanh", double, all),
     classOf[Asinh] -> Fn("asinh", double, all),
     classOf[Acosh] -> Fn("acosh", double, all),
     classOf[ToDegrees] -> Fn("degrees", double, all),
     classOf[ToRadians] -> Fn("radians", double, all),
     classOf[Rint] -> Fn("rint", double, all),
-    classOf[Atan2] -> Fn("atan2", "double, double", viaMath),
+    classOf[Atan2] -> Fn("atan2", "double, double", all),
     classOf[Pow] -> Fn("power", "double, double", all),
-    classOf[Hypot] -> Fn("hypot", "double, double", viaMath),
+    classOf[Hypot] -> Fn("hypot", "double, double", all),
     classOf[Logarithm] -> Fn("log", "double, double (NULL when either is at most 0)", all)
   )
 
