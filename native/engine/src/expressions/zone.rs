@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use arrow::array::timezone::Tz;
 use chrono::{DateTime, Offset, TimeZone};
 
-use crate::expressions::cast::parse_fixed_zone;
+use crate::expressions::cast::{is_leap, parse_fixed_zone};
 
 /// The IANA tz database version of the compiled-in rules (chrono-tz 0.10.4).
 pub const TZDB_VERSION: &str = "2025b";
@@ -192,10 +192,6 @@ fn equivalent_year(y: i64) -> i64 {
     let table = TABLE.get_or_init(|| (2072..2100).map(|y| (is_leap(y), jan1_weekday(y), y)).collect());
     let key = (is_leap(y), jan1_weekday(y));
     table.iter().find(|(l, w, _)| (*l, *w) == key).map_or(2099, |e| e.2)
-}
-
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
 }
 
 fn jan1_weekday(y: i64) -> i64 {

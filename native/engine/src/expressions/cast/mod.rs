@@ -49,7 +49,10 @@ use datafusion_physical_expr::PhysicalExpr;
 use crate::error::{plan_error, SparkError, SparkExceptionKind};
 
 pub use text::{java_double_digits, java_double_to_string, java_float_to_string};
-pub use time::{civil_from_days, days_from_civil, parse_zone as parse_fixed_zone, write_timestamp, MICROS_PER_DAY};
+pub use time::{
+    civil_from_days, days_from_civil, days_in_month, is_leap, parse_zone as parse_fixed_zone, write_timestamp,
+    MICROS_PER_DAY,
+};
 
 use super::zone::SessionZone;
 

@@ -102,11 +102,13 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + if m <= 2 { 1 } else { 0 }, m, d)
 }
 
-fn is_leap(y: i64) -> bool {
+/// A proleptic Gregorian leap year (java.time's `IsoChronology.isLeapYear`).
+pub fn is_leap(y: i64) -> bool {
     y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
 }
 
-fn days_in_month(y: i64, m: i64) -> i64 {
+/// Days in month `m` (1..=12) of year `y`.
+pub fn days_in_month(y: i64, m: i64) -> i64 {
     match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

@@ -18,7 +18,7 @@ use datafusion_common::{internal_err, DataFusionError, Result};
 use super::datetime::{civil_from_days, days_from_civil, trunc_date, TruncLevel};
 use super::Kernel;
 use crate::error::{SparkError, SparkExceptionKind};
-use crate::expressions::cast::MICROS_PER_DAY;
+use crate::expressions::cast::{days_in_month, MICROS_PER_DAY};
 use crate::expressions::zone::SessionZone;
 
 fn timestamps(a: &ArrayRef) -> Result<&TimestampMicrosecondArray> {
@@ -243,25 +243,12 @@ impl Kernel for IntegralToTimestamp {
     }
 }
 
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
-fn month_length(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
 /// `LocalDate.plusMonths` of a day number: the day of month clamped to the target month's length.
 fn plus_months(days: i32, months: i64) -> i64 {
     let (y, m, d) = civil_from_days(days);
     let total = y * 12 + (m as i64 - 1) + months;
     let (y2, m2) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
-    days_from_civil(y2, m2, d.min(month_length(y2, m2)))
+    days_from_civil(y2, m2, d.min(days_in_month(y2, m2 as i64) as u32))
 }
 
 /// `add_months(date, n)`: `LocalDate.plusMonths`; a result outside the int day range is `ARITHMETIC_OVERFLOW`
@@ -308,7 +295,7 @@ fn months_between(zone: &SessionZone, t1: i64, t2: i64, round: bool) -> Result<f
     let (d1, d2) = (to_days(d1)?, to_days(d2)?);
     let split = |d: i32| {
         let (y, m, dd) = civil_from_days(d);
-        (y, m as i64, dd as i64, month_length(y, m) as i64 - dd as i64)
+        (y, m as i64, dd as i64, days_in_month(y, m as i64) - dd as i64)
     };
     let (y1, m1, dom1, end1) = split(d1);
     let (y2, m2, dom2, end2) = split(d2);
@@ -404,7 +391,7 @@ fn local_date_of(y: i32, m: i32, d: i32) -> std::result::Result<i64, String> {
     if !(1..=31).contains(&d) {
         return Err(format!("Invalid value for DayOfMonth (valid values 1 - 28/31): {d}"));
     }
-    let len = month_length(y as i64, m as u32);
+    let len = days_in_month(y as i64, m as i64) as u32;
     if d as u32 > len {
         return Err(if d == 29 {
             format!("Invalid date 'February 29' as '{y}' is not a leap year")
