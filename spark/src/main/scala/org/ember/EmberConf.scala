@@ -174,7 +174,7 @@ object EmberConf {
     "spark.ember.exec.aggregate.enabled",
     default = true,
     "Run `HashAggregateExec`, `ObjectHashAggregateExec` and `SortAggregateExec` (when no function's result " +
-      "depends on its input order) natively (as `EmberHashAggregateExec`) when every function is count, " +
+      "depends on its input order) natively (as `EmberAggregateExec`) when every function is count, " +
       "sum/avg (of decimals; of other numbers outside TRY mode), min/max of an orderable type (FLOAT/DOUBLE " +
       "in Spark's NaN and -0.0 order) or first/last, without FILTER clauses; intermediate buffers are " +
       "Spark's, so native and Spark partial/final aggregates mix."

@@ -17,13 +17,13 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
 
   private lazy val data: DataFrame = DataGen.table(spark, 3000).cache()
 
-  private val agg = Seq(cls[EmberHashAggregateExec])
+  private val agg = Seq(cls[EmberAggregateExec])
 
-  private def nativeAggs(df: DataFrame): Seq[EmberHashAggregateExec] =
-    executedNodes(df).collect { case a: EmberHashAggregateExec => a }
+  private def nativeAggs(df: DataFrame): Seq[EmberAggregateExec] =
+    executedNodes(df).collect { case a: EmberAggregateExec => a }
 
   private def sparkAggs(df: DataFrame): Seq[BaseAggregateExec] =
-    executedNodes(df).collect { case a: BaseAggregateExec if !a.isInstanceOf[EmberHashAggregateExec] => a }
+    executedNodes(df).collect { case a: BaseAggregateExec if !a.isInstanceOf[EmberAggregateExec] => a }
 
   /** Spark's error class, natively too (without AQE, the plan checked before running is the one that runs). */
   private def checkError(query: => DataFrame): Unit =

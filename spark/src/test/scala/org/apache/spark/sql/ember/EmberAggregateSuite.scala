@@ -19,7 +19,7 @@ class EmberAggregateSuite extends EmberQueryTest {
   /** One input partition: first/last are then deterministic in Spark too (one partial state per group). */
   private lazy val ordered: DataFrame = DataGen.table(spark, 2000, partitions = 1).cache()
 
-  private val agg = Seq(cls[EmberHashAggregateExec])
+  private val agg = Seq(cls[EmberAggregateExec])
 
   private val numericCols = Seq("i8", "i16", "i32", "i64", "f32", "f64")
   // Strings and binaries make Spark plan a sort aggregate (their buffers are not fixed-width): see below.
@@ -157,9 +157,9 @@ class EmberAggregateSuite extends EmberQueryTest {
         for (query <- queries) {
           val df = checkSparkAnswerAndNative(query(), agg)
           val nodes = executedNodes(df)
-          val native = nodes.collect { case e: EmberHashAggregateExec => e }
+          val native = nodes.collect { case e: EmberAggregateExec => e }
           val spark = nodes.collect {
-            case a: BaseAggregateExec if !a.isInstanceOf[EmberHashAggregateExec] => a
+            case a: BaseAggregateExec if !a.isInstanceOf[EmberAggregateExec] => a
           }
           assert(native.nonEmpty && spark.nonEmpty, s"expected one native and one Spark aggregate:\n$nodes")
           val nativeIsPartial = native.forall(_.aggregateExpressions.forall(_.mode.toString == "Partial"))
@@ -179,7 +179,7 @@ class EmberAggregateSuite extends EmberQueryTest {
       // Everything but floating-point sums and averages, which never pass through (see below).
       val fs = allFunctions(data).filterNot(c => Seq("avg_", "sum_f").exists(c.toString.contains))
       def passed(df: DataFrame) =
-        nativeNodes(df).collect { case a: EmberHashAggregateExec =>
+        nativeNodes(df).collect { case a: EmberAggregateExec =>
           a.metrics("rows_passed_through").value
         }.sum
       val df = checkSparkAnswerAndNative(data.groupBy("i8").agg(fs.head, fs.tail: _*), agg)
@@ -202,7 +202,7 @@ class EmberAggregateSuite extends EmberQueryTest {
       val unique = spark.range(0, 40000, 1, 2).select(col("id").as("k"), (col("id") % 7).as("v"))
       val df = checkSparkAnswerAndNative(unique.groupBy("k").agg(sum("v"), count(lit(1))), agg)
       def metric(d: DataFrame, name: String) =
-        nativeNodes(d).collect { case a: EmberHashAggregateExec => a.metrics(name).value }.sum
+        nativeNodes(d).collect { case a: EmberAggregateExec => a.metrics(name).value }.sum
       assert(metric(df, "switches_to_pass_through") >= 1)
       assert(metric(df, "rows_passed_through") > 0)
       val few = spark.range(0, 40000, 1, 2).select((col("id") % 100).as("k"), col("id").as("v"))
@@ -214,7 +214,7 @@ class EmberAggregateSuite extends EmberQueryTest {
 
   test("radix merge: final and partial-merge aggregates past minGroups split into partitions, same rows") {
     def metric(d: DataFrame, name: String) =
-      nativeNodes(d).collect { case a: EmberHashAggregateExec => a.metrics(name).value }.sum
+      nativeNodes(d).collect { case a: EmberAggregateExec => a.metrics(name).value }.sum
     withSQLConf("spark.ember.aggregate.radix.minGroups" -> "64") {
       bothAnsiModes { ansi =>
         // ~750 groups per final task (4 shuffle partitions), most of them one row.
@@ -297,7 +297,7 @@ class EmberAggregateSuite extends EmberQueryTest {
     withSQLConf("spark.ember.exec.aggregate.enabled" -> "false") {
       val df = data.groupBy("i8").agg(count(lit(1)))
       df.collect()
-      assert(!nativeNodes(df).exists(_.isInstanceOf[EmberHashAggregateExec]))
+      assert(!nativeNodes(df).exists(_.isInstanceOf[EmberAggregateExec]))
     }
   }
 }

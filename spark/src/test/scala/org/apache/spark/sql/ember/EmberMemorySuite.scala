@@ -3,7 +3,7 @@ package org.apache.spark.sql.ember
 import org.apache.spark.TaskKilled
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Partial
-import org.apache.spark.sql.ember.execution.{EmberHashAggregateExec, EmberSortExec, NativePlanIterator}
+import org.apache.spark.sql.ember.execution.{EmberAggregateExec, EmberSortExec, NativePlanIterator}
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.functions._
 import org.scalatest.concurrent.Eventually._
@@ -73,7 +73,7 @@ class EmberMemorySuite extends EmberMemorySuiteBase {
         assert(totals.getLong(1) == rows * (rows - 1) / 2)
         assert(totals.getLong(2) == rows)
         val aggs = executedNodes(totalsDf).collect {
-          case a: EmberHashAggregateExec if a.groupingExpressions.nonEmpty => a
+          case a: EmberAggregateExec if a.groupingExpressions.nonEmpty => a
         }
         assert(aggs.size == 2, totalsDf.queryExecution.executedPlan)
         val (partial, fin) = aggs.partition(_.aggregateExpressions.exists(_.mode == Partial))

@@ -62,7 +62,7 @@ class EmberParquetScanSuite extends EmberQueryTest {
         )
         checkSparkAnswerAndNative(
           spark.read.parquet(path).groupBy().count(),
-          Seq(cls[EmberHashAggregateExec])
+          Seq(cls[EmberAggregateExec])
         )
       }
     }
@@ -307,7 +307,7 @@ class EmberParquetScanSuite extends EmberQueryTest {
         () => table().where(col("p_int").isNotNull).groupBy().count()
       )
       for ((q, i) <- queries.zipWithIndex) {
-        val df = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec], cls[EmberHashAggregateExec]))
+        val df = checkSparkAnswerAndNative(q(), Seq(cls[EmberFilterExec], cls[EmberAggregateExec]))
         assert(splitsRead(df) > 0, s"query $i: ${reason(df)}\n${df.queryExecution.executedPlan}")
       }
     }

@@ -173,7 +173,7 @@ class EmberRowConversionSuite extends EmberQueryTest {
       // Grouped by the wide string itself: 1 MB rows into the native aggregate and back out of it.
       checkSparkAnswerAndNative(
         wide.groupBy("s").agg(count(lit(1)).as("n"), sum("id").as("t")),
-        Seq(cls[EmberHashAggregateExec])
+        Seq(cls[EmberAggregateExec])
       )
       checkSparkAnswerAndNative(wide.orderBy(col("s").desc), Seq(cls[EmberSortExec]), ordered = true)
     }

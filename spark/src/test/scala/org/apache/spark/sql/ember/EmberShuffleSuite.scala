@@ -122,7 +122,7 @@ class EmberShuffleSuite extends EmberQueryTest {
     withSQLConf("spark.ember.exec.aggregate.enabled" -> "false") {
       for (aqe <- Seq("true", "false")) withSQLConf("spark.sql.adaptive.enabled" -> aqe) {
         val df = checkNativeShuffle(data.groupBy("s", "i8").agg(count(lit(1)), sum("i16")))
-        assert(!nativeNodes(df).exists(_.isInstanceOf[EmberHashAggregateExec]))
+        assert(!nativeNodes(df).exists(_.isInstanceOf[EmberAggregateExec]))
         assert(executedNodes(df).exists(_.isInstanceOf[HashAggregateExec]), df.queryExecution.executedPlan)
       }
     }

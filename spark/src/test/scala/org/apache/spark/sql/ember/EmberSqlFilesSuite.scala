@@ -79,7 +79,7 @@ class EmberSqlFilesSuite extends EmberQueryTest {
         "SELECT a + b, COUNT(b) FROM testData GROUP BY a + b",
         "SELECT a, MIN(b), MAX(b), SUM(b), AVG(b) FROM testData GROUP BY a"
       ).foreach { q =>
-        checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberHashAggregateExec]))
+        checkSparkAnswerAndNative(spark.sql(q), Seq(cls[EmberAggregateExec]))
       }
     }
   }
@@ -89,7 +89,7 @@ class EmberSqlFilesSuite extends EmberQueryTest {
       groupByTestData()
       checkSparkAnswerAndNative(
         spark.sql("SELECT a, COUNT(b), SUM(b), MIN(b), MAX(b) FROM testData GROUP BY a"),
-        Seq(cls[EmberHashAggregateExec])
+        Seq(cls[EmberAggregateExec])
       )
     }
   }

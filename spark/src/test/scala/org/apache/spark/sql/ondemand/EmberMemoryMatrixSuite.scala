@@ -114,7 +114,7 @@ class EmberMemoryMatrixSuite extends SparkFunSuite with AdaptiveSparkPlanHelper 
         hotKeyJoin(s)
           .groupBy((col("pk") % 1000).as("g"))
           .agg(count(lit(1)).as("n"), sum("bp").as("sb"), sum("pp").as("sp")),
-      Seq(classOf[EmberSpillingHashJoinExec], classOf[EmberHashAggregateExec]),
+      Seq(classOf[EmberSpillingHashJoinExec], classOf[EmberAggregateExec]),
       ordered = false
     ),
     Cell(
@@ -123,7 +123,7 @@ class EmberMemoryMatrixSuite extends SparkFunSuite with AdaptiveSparkPlanHelper 
         data(s)
           .groupBy((col("k") % (rows / 4)).as("g"))
           .agg(sum("p").as("sp"), count(lit(1)).as("n"), min("id").as("mi")), // max(s): a sort aggregate
-      Seq(classOf[EmberHashAggregateExec]),
+      Seq(classOf[EmberAggregateExec]),
       ordered = false
     ),
     Cell(

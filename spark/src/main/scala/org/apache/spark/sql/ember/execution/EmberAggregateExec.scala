@@ -10,10 +10,10 @@ import org.ember.proto
 /**
  * Spark's `HashAggregateExec` / `ObjectHashAggregateExec` run natively: the same fields, hence the same output,
  * required child distribution and output partitioning ([[BaseAggregateExec]]). A grouped partial aggregate is
- * the HLL-gated `AdaptiveAggregateExec` (see native/engine/src/operators/adaptive_aggregate); its gate's
+ * the HLL-gated `AdaptiveAggregateExec` (see native/engine/src/operators/aggregate/adaptive); its gate's
  * metrics are the ones below, under the names the native operator registers.
  */
-case class EmberHashAggregateExec(
+case class EmberAggregateExec(
     requiredChildDistributionExpressions: Option[Seq[Expression]],
     isStreaming: Boolean,
     numShufflePartitions: Option[Int],
@@ -43,12 +43,12 @@ case class EmberHashAggregateExec(
 
   override def simpleString(maxFields: Int): String = {
     val modes = aggregateExpressions.map(_.mode).distinct.mkString(",")
-    s"EmberHashAggregateExec(keys=${groupingExpressions.mkString("[", ", ", "]")}, " +
+    s"EmberAggregateExec(keys=${groupingExpressions.mkString("[", ", ", "]")}, " +
       s"functions=${aggregateExpressions.mkString("[", ", ", "]")}, mode=$modes)"
   }
 
   override def verboseString(maxFields: Int): String = simpleString(maxFields)
 
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberHashAggregateExec =
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberAggregateExec =
     copy(child = newChild)
 }

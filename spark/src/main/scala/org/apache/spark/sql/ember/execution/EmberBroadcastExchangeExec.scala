@@ -26,9 +26,6 @@ import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, Column
 import org.apache.spark.util.{SparkFatalException, ThreadUtils}
 import org.ember.proto
 
-/** What an [[EmberBroadcastExchangeExec]] broadcasts: its child's rows as Arrow IPC stream blocks. */
-final case class EmberBroadcastBlocks(blocks: Array[Array[Byte]], rows: Long)
-
 /**
  * Spark's `BroadcastExchangeExec` whose child runs natively: the child's block, topped by a one-partition
  * `ShuffleWriter` (the columnar shuffle's map side, which buffers under the pool and spills), emits its rows as

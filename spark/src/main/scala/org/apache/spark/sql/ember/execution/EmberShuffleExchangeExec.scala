@@ -1,25 +1,12 @@
 package org.apache.spark.sql.ember.execution
 
-import java.io.ByteArrayInputStream
-
 import scala.concurrent.Future
 import scala.jdk.CollectionConverters._
 
-import org.apache.arrow.memory.BufferAllocator
-import org.apache.arrow.vector.{FieldVector, VarBinaryVector}
-import org.apache.arrow.vector.ipc.ArrowStreamReader
-import org.apache.spark.{
-  MapOutputStatistics,
-  Partition,
-  PartitionIdPassthrough,
-  ShuffleDependency,
-  SparkContext,
-  TaskContext
-}
-import org.apache.spark.internal.Logging
+import org.apache.spark.{MapOutputStatistics, PartitionIdPassthrough, ShuffleDependency}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.catalyst.plans.logical.Statistics
 import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, RangePartitioning}
 import org.apache.spark.sql.execution.{
@@ -28,7 +15,6 @@ import org.apache.spark.sql.execution.{
   ShufflePartitionSpec,
   SparkPlan,
   SQLExecution,
-  UnaryExecNode,
   UnsafeRowSerializer
 }
 import org.apache.spark.sql.execution.exchange.{ShuffleExchangeLike, ShuffleOrigin}
@@ -38,10 +24,7 @@ import org.apache.spark.sql.execution.metric.{
   SQLShuffleReadMetricsReporter,
   SQLShuffleWriteMetricsReporter
 }
-import org.apache.spark.sql.types.{BinaryType, IntegerType}
-import org.apache.spark.sql.util.ArrowUtils
-import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
-import org.apache.spark.unsafe.Platform
+import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.ember.proto
 
 /**
@@ -139,199 +122,4 @@ case class EmberShuffleExchangeExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleExchangeExec =
     copy(child = newChild)
-}
-
-/**
- * The native block under an [[EmberShuffleExchangeExec]], topped by its `ShuffleWriter`: (partition, block)
- * rows. Built when the exchange executes, never part of the plan tree; its metrics are the exchange's.
- */
-case class EmberShuffleWriterExec(
-    child: SparkPlan,
-    nativeOperator: proto.Operator,
-    writerMetrics: Map[String, SQLMetric]
-) extends UnaryExecNode
-    with EmberExec {
-  override lazy val output: Seq[Attribute] = Seq(
-    AttributeReference("partition", IntegerType, nullable = false)(),
-    AttributeReference("block", BinaryType, nullable = false)()
-  )
-  override lazy val metrics: Map[String, SQLMetric] = writerMetrics
-  override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleWriterExec =
-    copy(child = newChild)
-}
-
-object EmberShuffleWriterExec {
-
-  /**
-   * What the native writer reports (its own metrics under the names its Rust module declares), for the exchange
-   * that runs it; `rowsLabel` says what its rows are to that exchange.
-   */
-  def metrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] =
-    EmberExec.baselineMetrics(sc, "blocks out of the native writer") ++ ownMetrics(sc, rowsLabel)
-
-  /** The writer's own metrics, filled by name (checked by the tests against the engine's names). */
-  def ownMetrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
-    "shuffle_rows" -> SQLMetrics.createMetric(sc, rowsLabel),
-    "blocks_written" -> SQLMetrics.createMetric(sc, "Arrow IPC blocks written"),
-    "block_bytes" -> SQLMetrics.createSizeMetric(sc, "Arrow IPC block bytes")
-  )
-}
-
-/** Arrow IPC blocks in and out of Spark's shuffle. */
-object ShuffleBlocks {
-
-  /**
-   * The writer's output batches → one shuffle record per block: its partition, and the block as an `UnsafeRow`
-   * with one BINARY field (null bits, offset-and-size word, the bytes padded to 8), built with a single copy.
-   */
-  def records(batches: Iterator[ColumnarBatch]): Iterator[Product2[Int, InternalRow]] =
-    batches.flatMap { batch =>
-      val partitions = batch.column(0)
-      val blocks =
-        batch.column(1).asInstanceOf[ArrowColumnVector].getValueVector.asInstanceOf[VarBinaryVector]
-      // Consumed before the next batch is pulled (which releases this one).
-      Iterator.tabulate(batch.numRows())(i => (partitions.getInt(i), blockRow(blocks, i)))
-    }
-
-  private def blockRow(blocks: VarBinaryVector, i: Int): UnsafeRow = {
-    val start = blocks.getStartOffset(i)
-    val length = blocks.getEndOffset(i) - start
-    val bytes = new Array[Byte](16 + ((length + 7) & ~7))
-    Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + 8, (16L << 32) | length)
-    Platform.copyMemory(
-      null,
-      blocks.getDataBuffer.memoryAddress() + start,
-      bytes,
-      Platform.BYTE_ARRAY_OFFSET + 16,
-      length
-    )
-    val row = new UnsafeRow(1)
-    row.pointTo(bytes, bytes.length)
-    row
-  }
-
-  /** Where a block row's bytes start, relative to its base object (its field's offset-and-size word, high half). */
-  def blockAddress(row: UnsafeRow): Long = row.getBaseOffset + (row.getLong(0) >>> 32)
-
-  /** A block row's byte count (the word's low half). */
-  def blockSize(row: UnsafeRow): Int = row.getLong(0).toInt
-
-  /** The reduce side: block rows → Arrow-backed batches (see [[DecodedBlocksRDD]]). */
-  def decode(blockRows: RDD[InternalRow]): RDD[ColumnarBatch] = new DecodedBlocksRDD(blockRows)
-}
-
-/**
- * A shuffle read as Arrow-backed batches, decoded on the JVM ([[DecodedBlocks]]) for Spark's own consumers. A
- * native consumer finds this RDD under whatever wraps the shuffle (AQE's reads and stages, reused exchanges all
- * hand it on) and reads `blockRows` instead: the blocks then go to the native side undecoded
- * ([[ShuffleBlockSource]]), which decodes them and glues small ones into full batches.
- */
-class DecodedBlocksRDD(val blockRows: RDD[InternalRow]) extends RDD[ColumnarBatch](blockRows) {
-  override protected def getPartitions: Array[Partition] = blockRows.partitions
-  override protected def getPreferredLocations(split: Partition): Seq[String] =
-    blockRows.preferredLocations(split)
-  override def compute(split: Partition, context: TaskContext): Iterator[ColumnarBatch] =
-    new DecodedBlocks(blockRows.iterator(split, context))
-}
-
-/**
- * Shuffle blocks for a native plan: `nextRows` packs the next blocks of the task's shuffle read, each preceded by
- * its size (a little-endian long), up to about `targetBytes` per call; the native side
- * (`operators/shuffle_reader.rs`) decodes them. A failure of the read is kept, so the task fails with it.
- */
-class ShuffleBlockSource(blockRows: Iterator[InternalRow], targetBytes: Int = 4 << 20)
-    extends NativeByteSource("shuffle blocks of one call", targetBytes) {
-
-  override protected def fill(): Unit =
-    while (filled < targetBytes && blockRows.hasNext) {
-      val row = blockRows.next().asInstanceOf[UnsafeRow]
-      val size = ShuffleBlocks.blockSize(row)
-      val at = reserve(size)
-      Platform.copyMemory(row.getBaseObject, ShuffleBlocks.blockAddress(row), bytes, at, size)
-    }
-}
-
-/**
- * Decodes one task's shuffle blocks (Arrow IPC streams) into batches, one per IPC record batch. A batch stays
- * valid until the next is asked for; everything left is freed at the end of the task.
- */
-class DecodedBlocks(rows: Iterator[InternalRow]) extends Iterator[ColumnarBatch] with Logging {
-  private val context = TaskContext.get()
-  private val allocator: BufferAllocator =
-    ArrowUtils.rootAllocator.newChildAllocator(
-      s"ember-shuffle-read-${context.taskAttemptId()}",
-      0,
-      Long.MaxValue
-    )
-  private var reader: ArrowStreamReader = _
-  private var previous: ColumnarBatch = _
-  private var pending: ColumnarBatch = _
-  private var closed = false
-
-  context.addTaskCompletionListener[Unit](_ => close())
-
-  override def hasNext: Boolean = {
-    if (pending != null) return true
-    releasePrevious()
-    while (!closed) {
-      if (reader != null && reader.loadNextBatch()) {
-        val root = reader.getVectorSchemaRoot
-        if (root.getRowCount > 0) {
-          val vectors = root.getFieldVectors.asScala.map { v =>
-            val transfer = v.getTransferPair(allocator)
-            transfer.transfer()
-            new ArrowColumnVector(transfer.getTo.asInstanceOf[FieldVector]): ColumnVector
-          }
-          pending = new ColumnarBatch(vectors.toArray, root.getRowCount)
-          return true
-        }
-      } else {
-        closeReader()
-        if (!rows.hasNext) return false
-        reader = new ArrowStreamReader(blockStream(rows.next()), allocator)
-      }
-    }
-    false
-  }
-
-  /** The block's bytes in place when the row points into a byte array (as the shuffle reader's rows do). */
-  private def blockStream(row: InternalRow): ByteArrayInputStream = row match {
-    case u: UnsafeRow if u.getBaseObject.isInstanceOf[Array[Byte]] =>
-      val offset = (ShuffleBlocks.blockAddress(u) - Platform.BYTE_ARRAY_OFFSET).toInt
-      new ByteArrayInputStream(u.getBaseObject.asInstanceOf[Array[Byte]], offset, ShuffleBlocks.blockSize(u))
-    case other => new ByteArrayInputStream(other.getBinary(0))
-  }
-
-  override def next(): ColumnarBatch = {
-    if (!hasNext) throw new NoSuchElementException("end of shuffle blocks")
-    previous = pending
-    pending = null
-    previous
-  }
-
-  private def releasePrevious(): Unit = if (previous != null) {
-    previous.close()
-    previous = null
-  }
-
-  private def closeReader(): Unit = if (reader != null) {
-    reader.close()
-    reader = null
-  }
-
-  private def close(): Unit = if (!closed) {
-    closed = true
-    releasePrevious()
-    if (pending != null) {
-      pending.close()
-      pending = null
-    }
-    closeReader()
-    try allocator.close()
-    catch {
-      case e: IllegalStateException =>
-        NativePlanIterator.arrowLeaks.incrementAndGet()
-        logError(s"Ember: shuffle blocks leaked Arrow buffers: ${e.getMessage}")
-    }
-  }
 }

@@ -30,16 +30,6 @@ import org.ember.EmberConf
 import org.ember.proto
 
 /**
- * One task's Parquet file splits, read natively ([[NativeParquetScan]]): the engine takes `task` (a
- * `ParquetScanTask` proto) and calls [[checkKilled]] before every batch, so a cancelled task stops.
- */
-final class ParquetSource(val task: Array[Byte], prunedMetric: SQLMetric) extends NativeInputSource {
-
-  /** Called by the engine with the row groups a split skipped by their statistics. */
-  def rowGroupsPruned(n: Long): Unit = prunedMetric += n
-}
-
-/**
  * A Parquet `FileSourceScanExec` read by a native block: each task's `FilePartition` (Spark's own: the same
  * files, splits, bucketing and pruning) goes to the engine as paths and byte ranges, and arrow-rs reads them
  * into Arrow batches, instead of Spark's vectorized reader filling JVM vectors that are then copied into Arrow.

@@ -5,13 +5,6 @@ import org.apache.spark.sql.execution.RangeExec
 import org.apache.spark.sql.execution.metric.SQLMetric
 
 /**
- * One task's slice of a `RangeExec`, generated natively: its first value, step and row count. Created on the task
- * thread; the engine calls [[checkKilled]] before every batch, so a cancelled task stops even when nothing
- * else in its plan returns to the JVM (a global aggregate over billions of rows).
- */
-final class RangeSource(val first: Long, val step: Long, val count: Long) extends NativeInputSource
-
-/**
  * A `RangeExec` read by a native block: each task gets its slice as three numbers instead of `UnsafeRow`s.
  * The slices are Spark's own — the same partitions (none for an empty range), and each partition's first value
  * and row count computed as `RangeExec`'s generated code computes them (BigInt bounds clamped to BIGINT).

@@ -12,29 +12,6 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.ArrowUtils
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-/** A Spark child's output for one task: rows, or columnar batches (copied column by column). */
-sealed trait InputIterator
-
-object InputIterator {
-  final case class Rows(rows: Iterator[InternalRow]) extends InputIterator
-  final case class Columnar(batches: Iterator[ColumnarBatch]) extends InputIterator
-
-  /** Ember's shuffle blocks, one `UnsafeRow` with a BINARY field each: decoded natively. */
-  final case class ShuffleBlocks(blockRows: Iterator[InternalRow]) extends InputIterator
-
-  /** An Ember broadcast's Arrow IPC blocks (the same for every task): decoded natively. */
-  final case class BroadcastBlocks(blocks: Array[Array[Byte]]) extends InputIterator
-
-  /** A slice of `spark.range`, generated natively. */
-  final case class Range(slice: RangeSource) extends InputIterator
-
-  /** Parquet file splits, read natively. */
-  final case class Parquet(source: ParquetSource) extends InputIterator
-
-  def rows(it: Iterator[InternalRow]): InputIterator = Rows(it)
-  def columnar(it: Iterator[ColumnarBatch]): InputIterator = Columnar(it)
-}
-
 /**
  * A Spark child's output → Arrow batches, exported to the native plan through the Arrow C stream interface:
  * rows through Spark's own `ArrowWriter` (up to `batchSize` rows, and, for `UnsafeRow`s, until their bytes

@@ -3,12 +3,11 @@ package org.apache.spark.sql.ember
 import java.util.{Collections, Map => JMap}
 
 import org.apache.spark.SparkContext
-import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext}
+import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.internal.StaticSQLConf
-import org.ember.{EmberConf, EmberSessionExtensions}
-import org.ember.jni.NativeLib
+import org.ember.EmberSessionExtensions
 
 /** Driver side of [[org.ember.EmberPlugin]]. */
 class EmberDriverPlugin extends DriverPlugin with Logging {
@@ -34,25 +33,6 @@ object EmberDriverPlugin {
     val current = sc.conf.get(key, "")
     if (!current.split(",").map(_.trim).contains(cls)) {
       sc.conf.set(key, if (current.trim.isEmpty) cls else s"$current,$cls")
-    }
-  }
-}
-
-/** Executor side of [[org.ember.EmberPlugin]]: the native library and its logging, once per executor. */
-class EmberExecutorPlugin extends ExecutorPlugin with Logging {
-  override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
-    val conf = ctx.conf()
-    try {
-      NativeLib.load()
-      NativeLib.initLogging(
-        EmberConf.NATIVE_LOG_LEVEL.get(k => conf.getOption(k)),
-        EmberConf.NATIVE_LOG_CONFIG.get(k => conf.getOption(k))
-      )
-    } catch {
-      case e: Throwable =>
-        logError(
-          s"Ember: native library unavailable on this executor (${NativeLib.platform()}): ${e.getMessage}"
-        )
     }
   }
 }

@@ -1,0 +1,316 @@
+package org.apache.spark.sql.ember
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.ember.serde._
+import org.apache.spark.sql.execution._
+import org.apache.spark.sql.execution.window.WindowExec
+import org.ember.EmberConf
+import org.ember.proto
+
+object EmberExecRule {
+
+  /** Why an operator stayed in Spark; shown by explain (see [[org.ember.EmberExplainInfo]]) and by tests. */
+  val FallbackReasons: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("ember.fallbackReasons")
+
+  def fallbackReasons(plan: SparkPlan): Seq[String] = plan.getTagValue(FallbackReasons).getOrElse(Nil)
+}
+
+/**
+ * One arm per Spark operator, each with its serde. A converted operator's non-native children are wrapped in
+ * [[EmberInputExec]]; an operator that cannot be converted stays as it is, tagged with the reason.
+ */
+case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Logging {
+  import EmberExecRule._
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    val conf = session.sessionState.conf
+    if (!EmberConf.ENABLED.get(conf)) return plan
+    if (!session.sparkContext.conf.get(MEMORY_OFFHEAP_ENABLED)) {
+      plan.foreach(p => tag(p, "off-heap memory is not enabled (spark.memory.offHeap.enabled=false)"))
+      return plan
+    }
+    markOrderedJoins(plan)
+    val converted = plan.transformUp { case p => convert(p) }
+    if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
+      val lines = EmberExplainInfo.fallbackLines(converted)
+      if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")
+    }
+    converted
+  }
+
+  /** A sort-merge join whose parent needs its sort order stays one (see [[SortMergeJoinSerde]]). */
+  private val OrderNeeded = TreeNodeTag[Unit]("ember.smjOrderNeeded")
+
+  private def markOrderedJoins(plan: SparkPlan): Unit = plan.foreach { p =>
+    p.children.zip(p.requiredChildOrdering).foreach {
+      case (j: joins.SortMergeJoinExec, required) if required.nonEmpty =>
+        j.setTagValue(OrderNeeded, ())
+        if (EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf))
+          tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
+      case _ =>
+    }
+    markOrderedBroadcastJoins(p)
+  }
+
+  /**
+   * A broadcast hash join passes its streamed side's order on, and the native one does not: one whose order a
+   * node above relies on (directly or through nodes that pass the order on) stays in Spark.
+   */
+  private def markOrderedBroadcastJoins(p: SparkPlan): Unit = {
+    def down(c: SparkPlan, reason: String): Unit = if (c.outputOrdering.nonEmpty) {
+      c match {
+        case j: joins.BroadcastHashJoinExec =>
+          j.setTagValue(BroadcastOrderNeeded, ())
+          tag(j, reason)
+        case _ =>
+      }
+      c.children.foreach(down(_, reason))
+    }
+    p.children.zip(p.requiredChildOrdering).foreach {
+      case (c, required) if required.nonEmpty =>
+        down(c, s"${p.nodeName} above needs the broadcast join's output order")
+      case _ =>
+    }
+  }
+
+  private val BroadcastOrderNeeded = TreeNodeTag[Unit]("ember.bhjOrderNeeded")
+
+  private def tag(p: SparkPlan, reason: String): Unit = {
+    val existing = fallbackReasons(p)
+    if (!existing.contains(reason)) p.setTagValue(FallbackReasons, existing :+ reason)
+  }
+
+  private def native(child: SparkPlan): SparkPlan = child match {
+    case e: EmberExec => e
+    case other => EmberInputExec(other)
+  }
+
+  /** How many Spark RDD inputs the native block topped by `p` would read (broadcasts are read by every task). */
+  private def blockInputs(p: SparkPlan): Int = p match {
+    case EmberInputExec(c) if EmberBroadcastExchangeExec.of(c).isDefined => 0
+    case _: EmberInputExec => 1
+    case e: EmberExec => e.children.map(blockInputs).sum
+    case _ => 1
+  }
+
+  /**
+   * A join's children, native. A native plan reads at most two inputs (`EmberBlock`), so when a child block
+   * already reads two (e.g. a join over a join on the same keys, with no exchange between) that child becomes a
+   * native plan of its own, read as the input of this one.
+   */
+  private def joinChildren(left: SparkPlan, right: SparkPlan): (SparkPlan, SparkPlan) = {
+    val (l, r) = (native(left), native(right))
+    def own(c: SparkPlan) = if (blockInputs(c) > 1) EmberInputExec(c) else c
+    if (blockInputs(l) + blockInputs(r) <= 2) (l, r) else (own(l), own(r))
+  }
+
+  /** A native broadcast join's streamed side: its own native plan when it already reads two RDD inputs. */
+  private def streamedChild(streamed: SparkPlan): SparkPlan = {
+    val s = native(streamed)
+    if (blockInputs(s) > 2) EmberInputExec(s) else s
+  }
+
+  private def attempt[T <: SparkPlan](plan: T, serde: OperatorSerde[T])(
+      build: proto.Operator => SparkPlan
+  ): SparkPlan = {
+    if (!serde.enabled.get(session.sessionState.conf)) {
+      tag(plan, s"${serde.enabled.key} is false")
+      plan
+    } else {
+      val converted =
+        try {
+          // Only filters and projections bind scalar subqueries' results (EmberExec.boundOperator).
+          if (SubqueryValue.has(plan) && !plan.isInstanceOf[FilterExec] && !plan.isInstanceOf[ProjectExec])
+            Left(s"a scalar subquery in ${plan.nodeName} is not supported")
+          else serde.convert(plan).flatMap(op => EngineSupport.check(plan, op).map(_ => op))
+        } catch {
+          // A serde bug must not fail the query's planning: the operator stays in Spark, with the reason.
+          case NonFatal(e) => Left(s"Ember could not convert ${plan.nodeName}: $e")
+        }
+      converted match {
+        case Right(op) => build(op)
+        case Left(reason) =>
+          tag(plan, reason)
+          plan
+      }
+    }
+  }
+
+  /** A single-partition Ember shuffle of a native child, or why there is none. */
+  private def gather(child: SparkPlan): Either[String, proto.Operator] = {
+    val ex = exchange.ShuffleExchangeExec(SinglePartition, child, exchange.ENSURE_REQUIREMENTS)
+    if (!ShuffleSerde.enabled.get(session.sessionState.conf)) Left(s"${ShuffleSerde.enabled.key} is false")
+    else ShuffleSerde.convert(ex).flatMap(op => EngineSupport.check(ex, op).map(_ => op))
+  }
+
+  /**
+   * ORDER BY ... LIMIT: per partition a top-k sort, Ember's shuffle into one partition, then the final top-k,
+   * offset and projection (`EmberTakeOrderedAndProjectExec`); a child already in one partition is read directly.
+   */
+  private def takeOrderedAndProject(t: TakeOrderedAndProjectExec): SparkPlan =
+    ExprSerde.convertAll(t.projectList, t.child.output) match {
+      // A projection the engine cannot run: the top-k stays native, Spark projects its few rows.
+      case Left(reason) if EmberConf.EXEC_TAKE_ORDERED_AND_PROJECT.get(session.sessionState.conf) =>
+        topK(t.copy(projectList = t.child.output)) match {
+          case native: EmberTakeOrderedAndProjectExec =>
+            val project = ProjectExec(t.projectList, native)
+            tag(project, reason)
+            project
+          case _ => topK(t)
+        }
+      case _ => topK(t)
+    }
+
+  private def topK(t: TakeOrderedAndProjectExec): SparkPlan =
+    attempt(t, TakeOrderedAndProjectSerde) { op =>
+      val child = native(t.child)
+      val gathered: Either[String, SparkPlan] =
+        if (t.child.outputPartitioning == SinglePartition) Right(child)
+        else {
+          val sort = SortExec(t.sortOrder, global = false, t.child)
+          for {
+            s <- SortSerde.convert(sort).map(TakeOrderedAndProjectSerde.partialTopK(_, t.limit))
+            _ <- EngineSupport.check(sort, s)
+            topK = EmberSortExec(t.sortOrder, global = false, child, s)
+            w <- gather(topK)
+          } yield native(
+            EmberShuffleExchangeExec(SinglePartition, topK, exchange.ENSURE_REQUIREMENTS, None, w)
+          )
+        }
+      gathered match {
+        case Right(in) =>
+          EmberTakeOrderedAndProjectExec(t.limit, t.offset, t.sortOrder, t.projectList, in, op)
+        case Left(reason) =>
+          tag(t, reason)
+          t
+      }
+    }
+
+  /** A collected LIMIT over a native child (see [[EmberCollectLimitExec]]); over a Spark child it stays Spark's. */
+  private def collectLimit(c: CollectLimitExec): SparkPlan = c.child match {
+    case child: EmberExec =>
+      attempt(c, CollectLimitSerde) { op =>
+        gather(child) match {
+          case Right(w) =>
+            EmberCollectLimitExec(c.limit, c.offset, child, CollectLimitSerde.localLimit(c), w, op)
+          case Left(reason) =>
+            tag(c, reason)
+            c
+        }
+      }
+    case _ =>
+      tag(c, "CollectLimitExec runs natively only over a native child")
+      c
+  }
+
+  private def convert(plan: SparkPlan): SparkPlan = plan match {
+    case _: EmberExec => plan
+    case f: FilterExec => attempt(f, FilterSerde)(op => EmberFilterExec(f.condition, native(f.child), op))
+    case p: ProjectExec =>
+      attempt(p, ProjectSerde)(op => EmberProjectExec(p.projectList, native(p.child), op))
+    case s: SortExec => attempt(s, SortSerde)(op => EmberSortExec(s.sortOrder, s.global, native(s.child), op))
+    case l: LocalLimitExec =>
+      attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))
+    case g: GlobalLimitExec =>
+      attempt(g, GlobalLimitSerde)(op => EmberGlobalLimitExec(g.limit, g.offset, native(g.child), op))
+    case w: WindowExec =>
+      attempt(w, PrefixWindowSerde)(op =>
+        EmberPrefixWindowExec(w.windowExpression, w.partitionSpec, w.orderSpec, native(w.child), op)
+      )
+    case a: aggregate.BaseAggregateExec =>
+      attempt(a, AggregateSerde) { op =>
+        val node = EmberAggregateExec(
+          a.requiredChildDistributionExpressions,
+          a.isStreaming,
+          a.numShufflePartitions,
+          a.groupingExpressions,
+          a.aggregateExpressions,
+          a.aggregateAttributes,
+          a.initialInputBufferOffset,
+          a.resultExpressions,
+          native(AggregateSerde.unsortedChild(a)),
+          op
+        )
+        // A sort aggregate's parent may rely on its output being sorted by the keys: sort the (few) groups.
+        if (a.outputOrdering.isEmpty) node
+        else {
+          val sort = SortExec(a.outputOrdering, global = false, node)
+          attempt(sort, SortSerde)(so => EmberSortExec(sort.sortOrder, global = false, node, so))
+        }
+      }
+    case j: joins.ShuffledHashJoinExec =>
+      attempt(j, SpillingHashJoinSerde)(op =>
+        EmberSpillingHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          j.buildSide,
+          j.condition,
+          joinChildren(j.left, j.right)._1,
+          joinChildren(j.left, j.right)._2,
+          j.isSkewJoin,
+          op
+        )
+      )
+    case j: joins.SortMergeJoinExec if j.getTagValue(OrderNeeded).isEmpty =>
+      attempt(j, SortMergeJoinSerde)(op =>
+        EmberSpillingHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          SortMergeJoinSerde.buildSide(j),
+          j.condition,
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._1,
+          joinChildren(SortMergeJoinSerde.unsorted(j.left), SortMergeJoinSerde.unsorted(j.right))._2,
+          j.isSkewJoin,
+          op
+        )
+      )
+    case s: exchange.ShuffleExchangeExec =>
+      attempt(s, ShuffleSerde)(op =>
+        EmberShuffleExchangeExec(
+          s.outputPartitioning,
+          native(s.child),
+          s.shuffleOrigin,
+          s.advisoryPartitionSize,
+          op
+        )
+      )
+    case b: exchange.BroadcastExchangeExec =>
+      attempt(b, BroadcastExchangeSerde)(op => EmberBroadcastExchangeExec(b.mode, native(b.child), op))
+    case j: joins.BroadcastHashJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>
+      attempt(j, BroadcastHashJoinSerde) { op =>
+        val (left, right) = j.buildSide match {
+          case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(j.left), streamedChild(j.right))
+          case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(j.left), native(j.right))
+        }
+        EmberBroadcastHashJoinExec(
+          j.leftKeys,
+          j.rightKeys,
+          j.joinType,
+          j.buildSide,
+          j.condition,
+          left,
+          right,
+          j.isNullAwareAntiJoin,
+          op
+        )
+      }
+    // Tagged with the reason by markOrderedBroadcastJoins.
+    case j: joins.BroadcastHashJoinExec => j
+    case t: TakeOrderedAndProjectExec => takeOrderedAndProject(t)
+    case c: CollectLimitExec => collectLimit(c)
+    case other =>
+      if (other.children.nonEmpty || !other.isInstanceOf[LeafExecNode])
+        tag(other, s"${other.nodeName} has no native implementation")
+      other
+  }
+}

@@ -1,0 +1,42 @@
+package org.apache.spark.sql.ember.execution
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
+import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.ember.serde.TypeSerde
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.internal.SQLConf
+import org.ember.proto
+
+/** The leaf of a native block: the output of a Spark child, converted to Arrow batches. */
+case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def nativeOperator: proto.Operator = {
+    val schema = TypeSerde.schema(output, SQLConf.get.sessionLocalTimeZone) match {
+      case Right(s) => s
+      case Left(reason) => throw new IllegalStateException(s"EmberInputExec over unsupported schema: $reason")
+    }
+    proto.Operator.newBuilder().setInput(proto.Input.newBuilder().setSchema(schema)).build()
+  }
+  override def nativeMetricNames: Set[String] = Set.empty
+  // Filled on the JVM side (RangeSlices, NativeParquetScan), not by the native operator.
+  override protected def operatorMetrics: Map[String, SQLMetric] = Map(
+    "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range"),
+    "parquetSplits" -> SQLMetrics.createMetric(sparkContext, "Parquet file splits read natively"),
+    "parquetRowGroupsPruned" -> SQLMetrics.createMetric(
+      sparkContext,
+      "Parquet row groups skipped by statistics"
+    )
+  )
+  override def simpleString(maxFields: Int): String = child match {
+    case scan: FileSourceScanExec =>
+      NativeParquetScan.unsupported(scan) match {
+        case None => s"$nodeName (Parquet read natively)"
+        case Some(why) => s"$nodeName (file scan read by Spark: $why)"
+      }
+    case _ => nodeName
+  }
+  override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)
+}
