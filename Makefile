@@ -54,7 +54,7 @@ test: lint test-rust test-scala test-suites
 # On demand: every spilling operator at 8/16/32/64 MiB per task, twice each and on a simulated busy executor
 # (`cargo test` runs the matrix's corners).
 test-memory:
-	EMBER_MEMORY_MATRIX=full cargo test -p ember-engine --test memory_matrix
+	EMBER_MEMORY_MATRIX=full cargo test -p ember-engine --test engine memory_matrix::
 
 # On demand: the same operators through Spark (EmberMemoryMatrixSuite: a local[2] session per budget, 8/16/32/64
 # MiB of off-heap memory per task, each query with Ember off, then twice on; EMBER_MEMORY_MATRIX_BUDGETS=8,16,
@@ -72,7 +72,7 @@ docs:
 	$(MVN) test -Dember.suites=org.ember.EmberConfDocsSuite,org.apache.spark.sql.ember.EmberExpressionsDocsSuite \
 		-Dember.writeDocs=true
 
-# Replayable plans for tests/plan_replay.rs: real queries' serialized Plans over a small checked-in Parquet file,
+# Replayable plans for tests/engine/plan_replay.rs: real queries' serialized Plans over a small checked-in Parquet file,
 # their scans' tasks and Spark's answers, written by EmberPlanReplaySuite into native/engine/tests/data/plans/.
 plans: jar-dev
 	$(MVN) test -Dember.suites=org.apache.spark.sql.ember.EmberPlanReplaySuite -Dember.writePlans=true
@@ -117,8 +117,8 @@ demo: $(VENV)/bin/spark-submit
 # then runs the Spark benchmarks too (bench-spark).
 bench:
 	cargo bench -p ember-engine
-	cargo test --release -p ember-engine --test prefix_window --test shuffle_writer --test spilling_hash_join \
-		-- --ignored --nocapture --test-threads=1
+	cargo test --release -p ember-engine --test engine -- --ignored --nocapture --test-threads=1 \
+		prefix_window::timing shuffle::timing spilling_hash_join::micro_benchmark
 ifneq ($(SPARK),)
 	$(MAKE) bench-spark
 endif

@@ -4,9 +4,9 @@
 use ember_proto as pb;
 
 use crate::execution::DEFAULT_SORT_SPILL_RESERVATION_BYTES;
-use crate::operators::adaptive_aggregate::GateConfig;
+use crate::operators::aggregate::adaptive::GateConfig;
+use crate::operators::aggregate::radix::RadixConfig;
 use crate::operators::prefix_window::segment::DEFAULT_SEGMENT_ROWS;
-use crate::operators::radix_aggregate::RadixConfig;
 use crate::operators::spilling_hash_join::SpillingHashJoinConfig;
 
 /// Rows per batch when the plan does not say (`ExecConfig.batch_size` 0).

@@ -5,9 +5,8 @@
 use ember_proto as pb;
 
 use crate::execution::NativePlan;
-use crate::operators::{
-    adaptive_aggregate, prefix_window, radix_aggregate, radix_sort, shuffle_writer, spilling_hash_join,
-};
+use crate::operators::aggregate::{adaptive, radix};
+use crate::operators::{prefix_window, shuffle, sort, spilling_hash_join};
 
 /// What `plan` measured so far, and its memory now and at its peak.
 pub fn plan_metrics(plan: &NativePlan) -> pb::PlanMetrics {
@@ -32,11 +31,11 @@ pub fn plan_metrics(plan: &NativePlan) -> pb::PlanMetrics {
 /// plans (`planner::create_plan`) declare them. Kinds without names of their own are left out.
 pub fn metric_names() -> pb::MetricNames {
     let kinds: [(&str, Vec<&[&str]>); 5] = [
-        ("sort", vec![radix_sort::metric_names::ALL]),
+        ("sort", vec![sort::metric_names::ALL]),
         ("spilling_hash_join", vec![spilling_hash_join::metric_names::ALL]),
-        ("aggregate", vec![adaptive_aggregate::metric_names::ALL, radix_aggregate::metric_names::ALL]),
+        ("aggregate", vec![adaptive::metric_names::ALL, radix::metric_names::ALL]),
         ("prefix_window", vec![prefix_window::metric_names::ALL]),
-        ("shuffle_writer", vec![shuffle_writer::metric_names::ALL]),
+        ("shuffle_writer", vec![shuffle::writer::metric_names::ALL]),
     ];
     let operators = kinds
         .into_iter()

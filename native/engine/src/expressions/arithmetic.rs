@@ -1,6 +1,6 @@
 //! Spark's arithmetic (`+ - * / % div`, unary minus) in LEGACY, ANSI and TRY modes, bit for bit.
 //!
-//! What Spark 4.1.3's Catalyst expressions do (checked against the real jars, see `tests/arithmetic_spark.rs`):
+//! What Spark 4.1.3's Catalyst expressions do (checked against the real jars, see `tests/engine/arithmetic_spark.rs`):
 //! - `+ - *` on INT/BIGINT: Java wrap-around (LEGACY), `ARITHMETIC_OVERFLOW` ("integer overflow"/"long overflow",
 //!   hint `try_add`/`try_subtract`/`try_multiply`) under ANSI, NULL under TRY. TINYINT/SMALLINT raise
 //!   `BINARY_ARITHMETIC_OVERFLOW` instead (values as SMALLINT literals, e.g. `100S`).

@@ -11,27 +11,23 @@ macro_rules! metric_names {
     };
 }
 
-pub mod adaptive_aggregate;
+pub mod aggregate;
 pub mod dynamic_filter;
 pub mod input;
 pub(crate) mod once;
 pub mod parquet_scan;
 pub mod prefix_window;
-pub mod radix_aggregate;
-pub mod radix_sort;
 pub mod range_source;
 pub(crate) mod shared;
-pub mod shuffle_reader;
-pub mod shuffle_writer;
+pub mod shuffle;
+pub mod sort;
 pub(crate) mod spill;
 pub mod spilling_hash_join;
 
-pub use adaptive_aggregate::AdaptiveAggregateExec;
+pub use aggregate::{AdaptiveAggregateExec, RadixAggregateExec};
 pub use dynamic_filter::{DynamicFilter, DynamicFilterConfig};
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
-pub use radix_aggregate::RadixAggregateExec;
-pub use radix_sort::RadixSortExec;
-pub use shuffle_reader::ShuffleBlockReader;
-pub use shuffle_writer::{RangePartitioner, ShuffleWriterExec};
+pub use shuffle::{RangePartitioner, ShuffleBlockReader, ShuffleWriterExec};
+pub use sort::RadixSortExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

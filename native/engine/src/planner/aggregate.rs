@@ -39,8 +39,8 @@ use crate::error::plan_error;
 use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec, SparkDecimalSumAvg};
 use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
-use crate::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
-use crate::operators::radix_aggregate::{RadixAggregateExec, RadixConfig};
+use crate::operators::aggregate::adaptive::{AdaptiveAggregateExec, GateConfig};
+use crate::operators::aggregate::radix::{RadixAggregateExec, RadixConfig};
 
 pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let mode = pb::AggregateMode::try_from(agg.mode).map_err(|_| plan_error("unknown aggregate mode"))?;

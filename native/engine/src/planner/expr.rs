@@ -30,7 +30,7 @@ fn child(e: &Option<Box<pb::Expr>>, schema: &Schema, what: &str) -> Result<Physi
 
 /// Dispatches to one small function per kind: the recursion (one `create_expr` and one kind's function per
 /// level of nesting) then needs little stack per level even in a debug build, where one function holding every
-/// kind's locals took about 16 KiB per level (`tests/deep_expressions.rs`).
+/// kind's locals took about 16 KiB per level (`tests/engine/deep_expressions.rs`).
 pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
     let kind = expr.kind.as_ref().ok_or_else(|| plan_error("expression kind not set"))?;
     match kind {

@@ -5,26 +5,24 @@ pub mod expr;
 pub mod functions;
 pub mod parquet_scan;
 pub mod prefix_window;
+pub mod shuffle;
+pub mod sort;
 pub mod spilling_hash_join;
 pub mod take_ordered_and_project;
 pub mod types;
 
 use std::sync::Arc;
 
-use arrow::compute::SortOptions;
 use datafusion_common::Result;
-use datafusion_physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion_physical_plan::filter::FilterExec;
 use datafusion_physical_plan::limit::GlobalLimitExec;
 use datafusion_physical_plan::projection::ProjectionExec;
-use datafusion_physical_plan::sorts::sort::SortExec;
 use datafusion_physical_plan::ExecutionPlan;
 use ember_proto as pb;
 
 use crate::error::plan_error;
-use crate::expressions::NormalizeFloatExpr;
 use crate::operators::input::BatchReader;
-use crate::operators::{InputExec, RadixSortExec, RangePartitioner, ShuffleWriterExec};
+use crate::operators::InputExec;
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
@@ -128,14 +126,7 @@ impl Planner {
             }
             Kind::Sort(s) => {
                 expect_children(1)?;
-                let input = children.remove(0);
-                let ordering = sort_ordering(&s.order, &input.schema())?;
-                let fetch = (s.fetch > 0).then_some(s.fetch as usize);
-                if s.radix && fetch.is_none() && RadixSortExec::supports(&ordering, input.as_ref()) {
-                    Arc::new(RadixSortExec::try_new(ordering, input)?)
-                } else {
-                    Arc::new(SortExec::new(ordering, input).with_fetch(fetch))
-                }
+                sort::create_sort(s, children.remove(0))?
             }
             Kind::Limit(l) => {
                 expect_children(1)?;
@@ -162,32 +153,7 @@ impl Planner {
             }
             Kind::ShuffleWriter(w) => {
                 expect_children(1)?;
-                let input = children.remove(0);
-                let schema = input.schema();
-                let keys = w.keys.iter().map(|k| expr::create_expr(k, &schema)).collect::<Result<Vec<_>>>()?;
-                let block_schema = types::to_arrow_schema(
-                    w.block_schema.as_ref().ok_or_else(|| plan_error("shuffle writer without a block schema"))?,
-                )?;
-                let writer = ShuffleWriterExec::try_new(
-                    input,
-                    keys,
-                    w.num_partitions,
-                    Arc::new(block_schema),
-                    usize::try_from(w.spill_bytes).unwrap_or(usize::MAX),
-                )?;
-                if w.range {
-                    let range = range_partitioner(w, &schema)?;
-                    if range.num_partitions() != w.num_partitions {
-                        return Err(plan_error(format!(
-                            "range shuffle of {} partitions with {} bounds",
-                            w.num_partitions,
-                            range.num_partitions() - 1
-                        )));
-                    }
-                    Arc::new(writer.with_range(range)?)
-                } else {
-                    Arc::new(writer)
-                }
+                shuffle::create_shuffle_writer(w, children.remove(0))?
             }
         };
         // Every DataFusion node this operator is made of reports to its Spark node (e.g. a final aggregate's
@@ -205,69 +171,4 @@ impl Planner {
         }
         Ok(plan)
     }
-}
-
-/// A range shuffle's partitioner: the keys in Spark's sort order (floats normalized) and the bounds, literals
-/// evaluated into one column per key and normalized the same way.
-fn range_partitioner(w: &pb::ShuffleWriter, schema: &arrow::datatypes::SchemaRef) -> Result<RangePartitioner> {
-    if !w.keys.is_empty() {
-        return Err(plan_error("range shuffle with hash keys"));
-    }
-    // Every key, repeated ones included (a LexOrdering would drop them): each bound row has one value per key.
-    let keys = sort_exprs(&w.range_order, schema)?;
-    let width = keys.len();
-    if width == 0 {
-        return Err(plan_error("range shuffle without keys"));
-    }
-    if !w.range_bounds.len().is_multiple_of(width) {
-        return Err(plan_error("range bounds are not whole rows"));
-    }
-    let one_row = arrow::record_batch::RecordBatch::try_new_with_options(
-        Arc::new(arrow::datatypes::Schema::empty()),
-        vec![],
-        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(1)),
-    )?;
-    let empty = arrow::datatypes::Schema::empty();
-    let mut columns = Vec::with_capacity(width);
-    for (j, key) in keys.iter().enumerate() {
-        let dt = key.expr.data_type(schema)?;
-        let values = w
-            .range_bounds
-            .iter()
-            .skip(j)
-            .step_by(width)
-            .map(|b| {
-                let v = NormalizeFloatExpr::wrap_if_float(expr::create_expr(b, &empty)?, &empty)?
-                    .evaluate(&one_row)?
-                    .into_array(1)?;
-                if v.data_type() == &dt {
-                    Ok(v)
-                } else {
-                    Ok(arrow::compute::cast(&v, &dt)?)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<&dyn arrow::array::Array> = values.iter().map(|a| a.as_ref()).collect();
-        columns.push(if refs.is_empty() { arrow::array::new_empty_array(&dt) } else { arrow::compute::concat(&refs)? });
-    }
-    RangePartitioner::try_new(keys, &columns, schema)
-}
-
-/// Spark's sort order: float keys normalized (all NaNs equal and largest, -0.0 = 0.0), nulls as asked.
-pub fn sort_ordering(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<LexOrdering> {
-    LexOrdering::new(sort_exprs(order, schema)?).ok_or_else(|| plan_error("sort without keys"))
-}
-
-fn sort_exprs(order: &[pb::SortOrder], schema: &arrow::datatypes::Schema) -> Result<Vec<PhysicalSortExpr>> {
-    order
-        .iter()
-        .map(|o| {
-            let e =
-                expr::create_expr(o.child.as_ref().ok_or_else(|| plan_error("sort key without expression"))?, schema)?;
-            Ok(PhysicalSortExpr::new(
-                NormalizeFloatExpr::wrap_if_float(e, schema)?,
-                SortOptions { descending: !o.ascending, nulls_first: o.nulls_first },
-            ))
-        })
-        .collect::<Result<Vec<_>>>()
 }

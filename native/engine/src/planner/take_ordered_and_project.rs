@@ -10,7 +10,8 @@ use datafusion_physical_plan::sorts::sort::SortExec;
 use datafusion_physical_plan::ExecutionPlan;
 use ember_proto as pb;
 
-use super::{expr, sort_ordering};
+use super::expr;
+use super::sort::sort_ordering;
 use crate::error::plan_error;
 
 pub fn create_take_ordered_and_project(

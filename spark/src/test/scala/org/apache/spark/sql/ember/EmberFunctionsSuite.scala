@@ -5,7 +5,7 @@ import org.apache.spark.sql.ember.execution._
 /**
  * Spark's built-in functions Ember evaluates natively (FunctionSerde / planner/functions.rs), Ember off vs on
  * over random data with nulls, extremes, multi-byte and empty strings, ANSI on and off. One query with many
- * columns per mode keeps it fast; the kernels' corner cases are the Rust golden tables' (tests/functions_spark.rs).
+ * columns per mode keeps it fast; the kernels' corner cases are the Rust golden tables' (tests/engine/functions_spark.rs).
  */
 class EmberFunctionsSuite extends EmberQueryTest {
 

@@ -12,7 +12,7 @@ import org.ember.proto
  * Real plans, replayable from their bytes: each query is one native block over a native Parquet scan of a small
  * file. With `-Dember.writePlans=true` (`make plans`) the suite writes, into native/engine/tests/data/plans/,
  * the data file, and per query its serialized `Plan` (`<name>.plan`), the scan's `ParquetScanTask`
- * (`<name>.scan`) and Spark's answer (`<name>.expected.parquet`); `tests/plan_replay.rs` decodes, runs and
+ * (`<name>.scan`) and Spark's answer (`<name>.expected.parquet`); `tests/engine/plan_replay.rs` decodes, runs and
  * compares them. Otherwise it checks the queries Ember off vs on, and that the checked-in files exist.
  */
 class EmberPlanReplaySuite extends EmberQueryTest {

@@ -3,11 +3,11 @@
 //! functions, themselves pinned to Spark's values in `spark_hash`'s unit tests), in input order; blocks decode as
 //! Arrow IPC streams of the block schema; partitions ascending over the whole output, also after spills (at a
 //! threshold or on the pool's refusals, with the spill files gone at the end); empty inputs.
-mod common;
 
 use std::io::Cursor;
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
     Int64Array, RecordBatch, StringArray, StringViewArray, UInt32Array,
@@ -15,7 +15,6 @@ use arrow::array::{
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::reader::StreamReader;
-use common::*;
 use datafusion_execution::TaskContext;
 use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::execution::NativePlan;
@@ -547,7 +546,7 @@ fn bad_plans_are_errors() {
 }
 
 /// Rough cost of routing + encoding per row (no assertion on time), and of the two ways to gather a partition's
-/// rows: `cargo test -p ember-engine --test shuffle_writer -- --ignored --nocapture`.
+/// rows: `cargo test -p ember-engine --test engine shuffle::timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn timing() {

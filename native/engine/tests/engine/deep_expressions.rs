@@ -4,13 +4,12 @@
 //! `spark.ember.expression.maxDepth` (`ExprSerde`), so the executor never meets one; this test keeps that
 //! default safe in the debug build (the engine at opt-level 0, the largest frames), and `measure_stack_depth`
 //! (ignored) is how the default was chosen.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::*;
 use ember_engine::execution::NativePlan;
 use ember_engine::memory::FixedBroker;
 use ember_engine::proto as pb;

@@ -1,13 +1,12 @@
 //! The HLL-gated partial aggregate: results against DataFusion's own partial + final aggregate, and the gate's
 //! decisions on synthetic key streams whose best decision is known.
-mod common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::common::{agg, assert_same_rows, reader, run, source, task_ctx};
 use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::{agg, assert_same_rows, reader, run, source, task_ctx};
 use datafusion_execution::TaskContext;
 use datafusion_functions_aggregate::average::avg_udaf;
 use datafusion_functions_aggregate::count::count_udaf;
@@ -19,7 +18,7 @@ use datafusion_physical_expr::expressions::{cast, col, lit, Column};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion_physical_plan::ExecutionPlan;
-use ember_engine::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
+use ember_engine::operators::aggregate::adaptive::{AdaptiveAggregateExec, GateConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -401,7 +400,7 @@ fn gate_cyclic_keys_beat_the_fixed_probe() {
 }
 
 /// Estimated vs actual groups of the emitted states stay within a few percent, and the sketch costs a small
-/// share of the aggregation (timings printed: `cargo test -p ember-engine --test adaptive_aggregate
+/// share of the aggregation (timings printed: `cargo test -p ember-engine --test engine aggregate_adaptive::
 /// sketch_estimates -- --nocapture --test-threads=1`).
 #[test]
 fn sketch_estimates_and_cost() {
@@ -417,8 +416,8 @@ fn sketch_estimates_and_cost() {
     let per_row = |ns: usize| ns as f64 / 300_000.0;
     // The same work outside the operator, in one tight loop: hash each batch, insert into two sketches.
     let standalone = |keys: &[i64]| {
-        use ember_engine::operators::adaptive_aggregate::sketch::hash_keys;
-        use ember_engine::operators::adaptive_aggregate::KeySketch;
+        use ember_engine::operators::aggregate::adaptive::sketch::hash_keys;
+        use ember_engine::operators::aggregate::adaptive::KeySketch;
         let (_, batches) = key_batches(keys);
         let (mut a, mut b, mut h) = (KeySketch::try_new(14).unwrap(), KeySketch::try_new(14).unwrap(), vec![]);
         let t = std::time::Instant::now();
@@ -455,7 +454,7 @@ fn sketch_estimates_and_cost() {
 
 mod via_proto {
     use super::*;
-    use common::{col as pcol, input, op, pb_schema, pb_type, plan};
+    use crate::common::{col as pcol, input, op, pb_schema, pb_type, plan};
     use ember_engine::execution::NativePlan;
     use ember_engine::memory::FixedBroker;
     use ember_engine::proto as pb;

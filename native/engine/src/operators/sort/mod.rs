@@ -1,4 +1,5 @@
-//! Ember's sort for keys that pack into one integer per row.
+//! The sort (proto `Sort`, planned by `planner/sort.rs`): Ember's radix sort, for keys that pack into one integer per row
+//! (other sorts run as DataFusion's `SortExec`).
 //!
 //! Spark sorts by a radix sort of an 8-byte key prefix; DataFusion sorts each input batch and merges the
 //! sorted batches (a k-way merge over row-encoded keys, ~log2(k) comparisons per row). When every sort key is

@@ -2,7 +2,7 @@
 //! aggregates that passed rows through — DataFusion's `AggregateExec` against `RadixAggregateExec` at several
 //! fan-outs, side by side in one run, as ratios.
 //!
-//!     cargo bench -p ember-engine --bench radix_aggregate [-- <groups> <repeat>]
+//!     cargo bench -p ember-engine --bench aggregate [-- <groups> <repeat>]
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,7 +18,7 @@ use datafusion_physical_expr::expressions::{col, Column};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion_physical_plan::{collect, ExecutionPlan};
-use ember_engine::operators::radix_aggregate::{RadixAggregateExec, RadixConfig};
+use ember_engine::operators::aggregate::radix::{RadixAggregateExec, RadixConfig};
 use ember_engine::operators::InputExec;
 
 const BATCH: usize = 8192;

@@ -1,6 +1,6 @@
 //! `DynamicFilter`: property tests of its summaries, union and proto form on random keys with nulls and
 //! duplicates; and the hash join's use of it (pruning measured, the cost gate's decisions).
-mod common;
+use crate::common;
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -279,7 +279,7 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operators::adaptive_aggregate::sketch::hash_keys;
+    use crate::operators::aggregate::adaptive::sketch::hash_keys;
     use arrow::array::{ArrayRef, Int64Array};
     use std::sync::Arc;
 

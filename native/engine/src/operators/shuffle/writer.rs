@@ -21,7 +21,7 @@
 //!
 //! Why sort on arrival: sorting each batch and concatenating slices when blocks are encoded measured ~40% faster
 //! than gathering each partition's rows across the buffered batches with `interleave` (or a `take` per (batch,
-//! partition)), ~35% end to end at 200 partitions (the ignored `timing` test in tests/shuffle_writer.rs); and
+//! partition)), ~35% end to end at 200 partitions (the ignored `timing` test in tests/engine/shuffle.rs); and
 //! the buffered batches are compact, so their reservation is exact.
 //!
 //! Memory: the reservation covers the buffered batches. Not reserved: the block being encoded and the output

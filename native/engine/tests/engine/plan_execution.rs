@@ -1,12 +1,11 @@
 //! End-to-end native plans (proto → DataFusion → batches) over in-memory inputs, with a fake of Spark's
 //! memory manager: results, spilling under a small budget, memory returned, and malformed plans rejected.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::*;
 use ember_engine::execution::NativePlan;
 use ember_engine::memory::FixedBroker;
 use ember_engine::proto as pb;

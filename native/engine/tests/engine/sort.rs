@@ -1,17 +1,16 @@
 //! `RadixSortExec` against DataFusion's `SortExec`: the same rows in the same order for every packable key type,
 //! both directions and both null orders, equal keys in input order (stable); and the hand-over to DataFusion's
 //! sort when keys do not pack or the pool refuses (it spills, and the memory comes back).
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int32Array, Int64Array,
     Int8Array, RecordBatch, TimestampMicrosecondArray,
 };
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use common::*;
 use datafusion_execution::config::SessionConfig;
 use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion_execution::memory_pool::{GreedyMemoryPool, MemoryPool};

@@ -2,15 +2,14 @@
 //! the serialized `Plan` of queries Spark planned with Ember on (one native block over a native Parquet scan),
 //! the scan's `ParquetScanTask`, Spark's answer and the data file. Each plan is decoded and run here as the
 //! executor would, and must give Spark's rows: the bytes describe the plan completely.
-mod common;
 
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::compute::cast;
 use arrow::record_batch::RecordBatch;
-use common::*;
 use ember_engine::execution::NativePlan;
 use ember_engine::memory::FixedBroker;
 use ember_engine::planner::{input_schemas, parquet_scan::parquet_scan_reader};

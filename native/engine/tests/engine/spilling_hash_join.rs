@@ -1,7 +1,6 @@
 //! The spilling hash join against DataFusion's `HashJoinExec`, row for row, on every path: in memory, bucketed,
 //! split again, chunked (hot key, null keys), every bucket spilled, empty sides; uncompressed and lz4 spill
 //! files; under a fake of Spark's memory manager. Also: files and reservations after completion, drop and error.
-mod common;
 
 use std::sync::Arc;
 
@@ -33,7 +32,8 @@ use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::files_under;
+use crate::common;
+use crate::common::files_under;
 
 const BATCH: usize = 256;
 
@@ -511,7 +511,7 @@ async fn spill_disabled_fails_instead_of_spilling() {
 /// `max_build_buffer_bytes` knob; build on the right is swapped inside and the columns come back in Spark's order.
 #[tokio::test]
 async fn from_proto_build_right_with_condition() {
-    use common::{cmp, col, input, op};
+    use crate::common::{cmp, col, input, op};
     use ember_engine::planner::Planner;
 
     let build = side(build_schema(), Shape { hot: 0.2, ..PLAIN }, 9);
@@ -593,7 +593,7 @@ async fn from_proto_build_right_with_condition() {
     }
 }
 
-/// A rough micro benchmark, not a test: `cargo test -p ember-engine --test spilling_hash_join -- --ignored
+/// A rough micro benchmark, not a test: `cargo test -p ember-engine --test engine spilling_hash_join::micro_benchmark -- --ignored
 /// --nocapture micro_benchmark`. Debug builds of Ember itself (dependencies at opt-level 1) make the figures
 /// indicative only; the real benchmark is in dev/bench.
 #[tokio::test]

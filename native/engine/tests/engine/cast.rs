@@ -1,12 +1,11 @@
 //! CAST through the proto planner: a projection of Spark casts over an input, end to end, and an ANSI failure
 //! reaching the caller as Spark's error class.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Int32Type, Int8Type, Schema, SchemaRef, TimeUnit};
-use common::*;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::memory::FixedBroker;

@@ -20,10 +20,9 @@ use ember_engine::error::find_spark_error;
 use ember_engine::planner::expr::create_expr;
 use ember_engine::proto as pb;
 
-mod common;
-use common::{col, pb_type};
+use crate::common::{col, pb_type};
 
-const GOLDEN: &str = include_str!("data/functions_spark.tsv");
+const GOLDEN: &str = include_str!("../data/functions_spark.tsv");
 
 fn arrow_type(t: &str, zone: &str) -> DataType {
     match t {

@@ -3,7 +3,7 @@
 //! side in one run, as ratios; once with each batch already sorted (as shuffle blocks of sorted map output
 //! arrive), once with the rows in random order, and once with sellers spread over the whole 64-bit range.
 //!
-//!     cargo bench -p ember-engine --bench radix_sort [-- <rows> <repeat>]
+//!     cargo bench -p ember-engine --bench sort [-- <rows> <repeat>]
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -3,14 +3,13 @@
 //! `0.0 + (double) v …` for averages), on random data — nullable measures, all-null frames, partitions shorter
 //! than the frame, n = 0, FOLLOWING bounds, values near Long.MaxValue, several horizons at once — with prefix
 //! evaluation on and off. Also compared with DataFusion's own `BoundedWindowAggExec` where the types agree.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::*;
 use datafusion_common::{DataFusionError, Result};
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
@@ -1274,7 +1273,7 @@ fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_m
     }
 }
 
-/// `cargo test -p ember-engine --test prefix_window timing -- --ignored --nocapture`: 200k rows (1112
+/// `cargo test -p ember-engine --test engine prefix_window::timing -- --ignored --nocapture`: 200k rows (1112
 /// partitions × 180 rows, in batches of 8192), SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179
 /// (and every width ×4), over 1 measure (5 columns) and over 3 measures (x, y and x again as a distinct
 /// expression: 15 columns), LEGACY and ANSI, prefix evaluation on and off.

@@ -1,5 +1,4 @@
 //! Builders for proto plans and in-memory inputs, shared by the engine's integration tests.
-#![allow(dead_code)]
 use std::path::Path;
 use std::sync::Arc;
 
@@ -106,10 +105,6 @@ pub fn plan(root: pb::Operator, output: &SchemaRef) -> pb::Plan {
 
 pub fn reader(batches: Vec<RecordBatch>, schema: SchemaRef) -> BatchReader {
     Box::new(RecordBatchIterator::new(batches.into_iter().map(Ok), schema))
-}
-
-pub fn arc<T>(t: T) -> Arc<T> {
-    Arc::new(t)
 }
 
 /// A leaf plan over in-memory batches.

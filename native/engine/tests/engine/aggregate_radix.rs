@@ -1,13 +1,12 @@
 //! The radix-partitioned merging aggregate against DataFusion's `AggregateExec` in the same mode, row for row:
 //! one table, split into partitions, spilled partitions, partial-merge, empty input; memory returned and spill
 //! files deleted, also when the stream is dropped half-way.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::{agg, assert_same_rows, files_under, rows_in_order, run, source, task_ctx as ctx};
 use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::{agg, assert_same_rows, files_under, rows_in_order, run, source, task_ctx as ctx};
 use datafusion_functions_aggregate::average::avg_udaf;
 use datafusion_functions_aggregate::count::count_udaf;
 use datafusion_functions_aggregate::first_last::{first_value_udaf, last_value_udaf};
@@ -18,8 +17,8 @@ use datafusion_physical_expr::expressions::{cast, col, lit, Column};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::aggregates::{AggregateExec, AggregateMode, PhysicalGroupBy};
 use datafusion_physical_plan::ExecutionPlan;
-use ember_engine::operators::adaptive_aggregate::{AdaptiveAggregateExec, GateConfig};
-use ember_engine::operators::radix_aggregate::{RadixAggregateExec, RadixConfig};
+use ember_engine::operators::aggregate::adaptive::{AdaptiveAggregateExec, GateConfig};
+use ember_engine::operators::aggregate::radix::{RadixAggregateExec, RadixConfig};
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -21,7 +21,7 @@ use ember_engine::expressions::arithmetic;
 use ember_engine::expressions::arithmetic::Op;
 use ember_engine::expressions::Mode;
 
-const GOLDEN: &str = include_str!("data/decimal_arithmetic_spark.tsv");
+const GOLDEN: &str = include_str!("../data/decimal_arithmetic_spark.tsv");
 
 fn dec_type(s: &str) -> DataType {
     let s = s.trim_start_matches('d');

@@ -3,14 +3,13 @@
 //! spills): each case runs twice per budget and must return what the unconstrained run returns, leave 0 bytes
 //! reserved and no spill file behind. A failing cell is reported with its error; all cells of a case run before
 //! the case fails, so one run shows the whole row of the matrix.
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow::compute::{concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use common::*;
 use ember_engine::execution::NativePlan;
 use ember_engine::memory::{FixedBroker, MemoryBroker};
 use ember_engine::proto as pb;
