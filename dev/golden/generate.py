@@ -25,7 +25,8 @@ status is 1 if there are any.
   the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, timestamps (`ts`) in
   microseconds, doubles as Java prints them, strings in Rust escapes, binaries in hex digits), `\\N` for NULL; an
   error is `ERR <condition> <parameters>`, a Java exception without one `EXC <class>`. The types column may end in
-  `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC). Lines with `-`
+  `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC); an empty types
+  column is a function without arguments (`e`, `pi`). Lines with `-`
   for both results list inputs only: running the script fills them in.
 - jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
   patterns; needs JDK 19 or later (the shortest-repr algorithm), and is skipped on older JVMs.
