@@ -25,7 +25,8 @@ status is 1 if there are any.
   the LEGACY and the ANSI result. Values as Spark's internal ones (dates in days, timestamps (`ts`) in
   microseconds, doubles as Java prints them, strings in Rust escapes, binaries in hex digits), `\\N` for NULL; an
   error is `ERR <condition> <parameters>`, a Java exception without one `EXC <class>`. The types column may end in
-  `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC). Lines with `-`
+  `@<zone>`: the session time zone of that line (time-zone-aware expressions get it; default UTC); an empty types
+  column is a function without arguments (`e`, `pi`). Lines with `-`
   for both results list inputs only: running the script fills them in.
 - jdk: native/engine/src/expressions/cast/jdk_golden.rs, Double.toString / Float.toString of the listed bit
   patterns; needs JDK 19 or later (the shortest-repr algorithm), and is skipped on older JVMs.
@@ -288,6 +289,11 @@ def function_builders(spark):
     """Spark function name (as in planner/functions.rs) → (arguments, mode) → the Catalyst expression."""
     E = spark.E
     none = spark.jvm.scala.Option.empty()
+
+    def aliased(expr, alias):
+        expr.setTagValue(spark.jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.FUNC_ALIAS(), alias)
+        return expr
+
     fmt = spark.E.Literal(spark.jvm.org.apache.spark.unsafe.types.UTF8String.fromString("yyyy-MM-dd HH:mm:ss"),
                           spark.type("string"))
     return {
@@ -404,6 +410,26 @@ def function_builders(spark):
         "unhex": lambda a, m, v: E.Unhex(a[0]),
         "bin": lambda a, m, v: E.Bin(a[0]),
         "width_bucket": lambda a, m, v: E.WidthBucket(a[0], a[1], a[2], a[3]),
+        "md5": lambda a, m, v: E.Md5(a[0]),
+        "sha1": lambda a, m, v: E.Sha1(a[0]),
+        "sha2": lambda a, m, v: E.Sha2(a[0], a[1]),
+        "crc32": lambda a, m, v: E.Crc32(a[0]),
+        # unbase64() itself (failOnError is to_binary's base64 format).
+        "unbase64": lambda a, m, v: E.UnBase64(a[0], False),
+        "bit_count": lambda a, m, v: E.BitwiseCount(a[0]),
+        "bit_get": lambda a, m, v: E.BitwiseGet(a[0], a[1]),
+        # getbit: the same expression under its alias (FunctionRegistry's FUNC_ALIAS tag, its prettyName).
+        "getbit": lambda a, m, v: aliased(E.BitwiseGet(a[0], a[1]), "getbit"),
+        "date_from_unix_date": lambda a, m, v: E.DateFromUnixDate(a[0]),
+        "unix_date": lambda a, m, v: E.UnixDate(a[0]),
+        "dayname": lambda a, m, v: E.DayName(a[0]),
+        "monthname": lambda a, m, v: E.MonthName(a[0]),
+        "e": lambda a, m, v: E.EulerNumber(),
+        "pi": lambda a, m, v: E.Pi(),
+        "space": lambda a, m, v: E.StringSpace(a[0]),
+        "elt": lambda a, m, v: E.Elt(spark.seq(*a), m == spark.modes[1]),
+        "find_in_set": lambda a, m, v: E.FindInSet(a[0], a[1]),
+        "overlay": lambda a, m, v: E.Overlay(a[0], a[1], a[2], a[3]),
     }
 
 
@@ -492,7 +518,8 @@ def function_lines(spark, lines):
         types_text = f[1]
         if "@" in types_text:
             types_text, zone = types_text.split("@", 1)
-        types = re.split(r",(?![^(]*\))", types_text)
+        # An empty types column: a function without arguments (`e`, `pi`).
+        types = re.split(r",(?![^(]*\))", types_text) if types_text else []
         texts = f[2:2 + len(types)]
         if len(f) != 4 + len(types):
             raise SystemExit(f"functions: {len(types)} arguments and two results expected: {line}")

@@ -22,6 +22,10 @@ pub enum SparkExceptionKind {
     Spark,
     /// `SparkUpgradeException`: behaviour that changed across Spark versions (ancient dates in legacy files).
     Upgrade,
+    /// `SparkIllegalArgumentException`: an invalid argument value (`bit_get`'s position).
+    IllegalArgument,
+    /// `SparkArrayIndexOutOfBoundsException`: an index out of bounds (`elt` under ANSI).
+    ArrayIndex,
 }
 
 impl SparkExceptionKind {
@@ -33,6 +37,8 @@ impl SparkExceptionKind {
             SparkExceptionKind::Runtime => "runtime",
             SparkExceptionKind::Spark => "spark",
             SparkExceptionKind::Upgrade => "upgrade",
+            SparkExceptionKind::IllegalArgument => "illegalArgument",
+            SparkExceptionKind::ArrayIndex => "arrayIndex",
         }
     }
 }

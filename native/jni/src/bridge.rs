@@ -81,6 +81,8 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
         K::DateTime => pb::SparkExceptionKind::DateTime,
         K::Spark => pb::SparkExceptionKind::Spark,
         K::Upgrade => pb::SparkExceptionKind::Upgrade,
+        K::IllegalArgument => pb::SparkExceptionKind::IllegalArgument,
+        K::ArrayIndex => pb::SparkExceptionKind::ArrayIndex,
     };
     let message = pb::SparkError {
         kind: kind as i32,

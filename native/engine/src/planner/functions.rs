@@ -3,8 +3,11 @@
 //! unknown name, other argument types) is a plan error, so the operator falls back with the reason.
 use std::sync::Arc;
 
+use std::f64::consts::{E, PI};
+
 use arrow::datatypes::{DataType, Schema};
-use datafusion_common::Result;
+use datafusion_common::{Result, ScalarValue};
+use datafusion_physical_expr::expressions::Literal;
 use ember_proto as pb;
 use pb::expr::Kind;
 
@@ -12,15 +15,19 @@ use super::expr::{create_expr, eval_mode, jdk_feature, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
+use crate::expressions::functions::binary::{Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
-use crate::expressions::functions::datetime::{DateAdd, DateDiff, DateField, ExtractDate, LastDay, TruncDate};
+use crate::expressions::functions::datetime::{
+    DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
+};
 use crate::expressions::functions::math::{
-    Abs, BinaryMath, BinaryMathFn, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift, ShiftOp,
-    Transcendental, UnaryDouble, UnaryMath, WidthBucket,
+    Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift,
+    ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
 };
 use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
 use crate::expressions::functions::string_edit::{
-    Levenshtein, Locate, Pad, Repeat, Replace, SubstringIndex, Translate, Trim, TrimSide,
+    Elt, FindInSet, Levenshtein, Locate, Overlay, Pad, Repeat, Replace, Space, SubstringIndex, Translate, Trim,
+    TrimSide,
 };
 use crate::expressions::functions::strings::{
     Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
@@ -143,10 +150,34 @@ pub const FUNCTIONS: &[&str] = &[
     "unhex",
     "bin",
     "width_bucket",
+    "md5",
+    "sha1",
+    "sha2",
+    "crc32",
+    "unbase64",
+    "bit_count",
+    "bit_get",
+    "getbit",
+    "date_from_unix_date",
+    "unix_date",
+    "dayname",
+    "monthname",
+    "e",
+    "pi",
+    "space",
+    "elt",
+    "find_in_set",
+    "overlay",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
     let return_type = required_type(&f.return_type)?;
+    // Constants (Spark folds them; they reach the engine only when ConstantFolding is excluded).
+    match (f.name.as_str(), f.args.is_empty(), &return_type) {
+        ("e", true, DataType::Float64) => return Ok(Arc::new(Literal::new(ScalarValue::Float64(Some(E))))),
+        ("pi", true, DataType::Float64) => return Ok(Arc::new(Literal::new(ScalarValue::Float64(Some(PI))))),
+        _ => {}
+    }
     let mode = eval_mode(f.eval_mode)?;
     let args = f.args.iter().map(|a| create_expr(a, schema)).collect::<Result<Vec<_>>>()?;
     let types = args.iter().map(|a| a.data_type(schema)).collect::<Result<Vec<_>>>()?;
@@ -547,10 +578,79 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([Float64, Float64, Float64, Int64], Int64) => Arc::new(WidthBucket),
             _ => return Err(unsupported()),
         },
+        "md5" => match sig {
+            ([Binary], Utf8) => Arc::new(Md5),
+            _ => return Err(unsupported()),
+        },
+        // datafusion-spark's, golden-checked: lower-case hex digests (sha2: 0 is 256, other bit lengths NULL) and
+        // the unsigned CRC-32 as a BIGINT.
+        "sha1" => match sig {
+            ([Binary], Utf8) => udf(datafusion_spark::function::hash::sha1())?,
+            _ => return Err(unsupported()),
+        },
+        "sha2" => match sig {
+            ([Binary, Int32], Utf8) => udf(datafusion_spark::function::hash::sha2())?,
+            _ => return Err(unsupported()),
+        },
+        "crc32" => match sig {
+            ([Binary], Int64) => udf(datafusion_spark::function::hash::crc32())?,
+            _ => return Err(unsupported()),
+        },
+        "unbase64" => match sig {
+            ([Utf8], Binary) => Arc::new(UnBase64),
+            _ => return Err(unsupported()),
+        },
+        // datafusion-spark's, golden-checked: Long.bitCount of the sign-extended value, 1/0 for a boolean.
+        "bit_count" => match sig {
+            ([Boolean | Int8 | Int16 | Int32 | Int64], Int32) => udf(datafusion_spark::function::bitwise::bit_count())?,
+            _ => return Err(unsupported()),
+        },
+        "bit_get" | "getbit" => match sig {
+            ([t, Int32], Int8) if is_int(t) => Arc::new(BitGet { name: name.to_string() }),
+            _ => return Err(unsupported()),
+        },
+        "unix_date" => match sig {
+            ([Date32], Int32) => Arc::new(UnixDate { to_date: false }),
+            _ => return Err(unsupported()),
+        },
+        "date_from_unix_date" => match sig {
+            ([Int32], Date32) => Arc::new(UnixDate { to_date: true }),
+            _ => return Err(unsupported()),
+        },
+        "dayname" | "monthname" => match sig {
+            ([Date32], Utf8) => Arc::new(DateName { month: name == "monthname" }),
+            _ => return Err(unsupported()),
+        },
+        "space" => match sig {
+            ([Int32], Utf8) => Arc::new(Space),
+            _ => return Err(unsupported()),
+        },
+        "elt" => match sig {
+            ([Int32, rest @ ..], Utf8) if !rest.is_empty() && rest.iter().all(|t| *t == Utf8) => {
+                if mode == Mode::Try {
+                    return Err(plan_error("elt has no TRY mode"));
+                }
+                Arc::new(Elt { ansi: mode == Mode::Ansi })
+            }
+            _ => return Err(unsupported()),
+        },
+        "find_in_set" => match sig {
+            ([Utf8, Utf8], Int32) => Arc::new(FindInSet),
+            _ => return Err(unsupported()),
+        },
+        "overlay" => match sig {
+            ([Utf8, Utf8, Int32, Int32], Utf8) => Arc::new(Overlay),
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
-    Ok(QueryContextExpr::wrap(e, f.query_context, &[]))
+    // Error classes Spark raises from these functions without a query context.
+    let without: &[&str] = match name {
+        "bit_get" | "getbit" => &[BIT_POSITION_RANGE],
+        _ => &[],
+    };
+    Ok(QueryContextExpr::wrap(e, f.query_context, without))
 }
 
 /// The function's session time zone (`ScalarFunction.timezone`), or the plan error naming it.

@@ -45,8 +45,11 @@ fn arrow_type(t: &str, zone: &str) -> DataType {
     }
 }
 
-/// The argument types, split at the commas outside `decimal(p,s)`.
+/// The argument types, split at the commas outside `decimal(p,s)`; none for an empty column (`e()`, `pi()`).
 fn split_types(types: &str, zone: &str) -> Vec<DataType> {
+    if types.is_empty() {
+        return vec![];
+    }
     let (mut out, mut depth, mut start) = (vec![], 0, 0);
     for (i, c) in types.char_indices() {
         match c {
@@ -64,7 +67,7 @@ fn split_types(types: &str, zone: &str) -> Vec<DataType> {
 }
 
 fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> DataType {
-    match (name, &args[0]) {
+    match (name, args.first().unwrap_or(&DataType::Null)) {
         // Spark's result types of a rounded decimal (RoundBase, Ceil/Floor).
         ("floor" | "ceil", DataType::Decimal128(p, s)) => {
             return DataType::Decimal128(if *s == 0 { *p } else { (*p as i32 - *s as i32 + 1).min(38) as u8 }, 0);
@@ -93,8 +96,14 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "degrees"
         | "radians" | "rint" | "atan2" | "power" | "hypot" | "log" => DataType::Float64,
         "floor" | "ceil" | "factorial" | "width_bucket" => DataType::Int64,
-        "hex" | "bin" => DataType::Utf8,
-        "unhex" => DataType::Binary,
+        "hex" | "bin" | "md5" | "sha1" | "sha2" | "dayname" | "monthname" | "space" | "elt" | "overlay" => {
+            DataType::Utf8
+        }
+        "unhex" | "unbase64" => DataType::Binary,
+        "crc32" => DataType::Int64,
+        "bit_get" | "getbit" => DataType::Int8,
+        "date_from_unix_date" => DataType::Date32,
+        "e" | "pi" => DataType::Float64,
         "pmod" | "bit_and" | "bit_or" | "bit_xor" | "bit_not" | "shiftleft" | "shiftright" | "shiftrightunsigned"
         | "nanvl" | "greatest" | "least" | "abs" | "round" | "bround" => args[0].clone(),
         _ => DataType::Int32,
@@ -300,9 +309,12 @@ fn functions_match_spark() {
         let schema = Arc::new(Schema::new(
             types.iter().enumerate().map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true)).collect::<Vec<_>>(),
         ));
-        let batch =
-            RecordBatch::try_new(Arc::clone(&schema), types.iter().zip(texts).map(|(t, x)| array(t, x)).collect())
-                .unwrap();
+        let batch = RecordBatch::try_new_with_options(
+            Arc::clone(&schema),
+            types.iter().zip(texts).map(|(t, x)| array(t, x)).collect(),
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
+        )
+        .unwrap();
         let args: Vec<pb::Expr> = types
             .iter()
             .enumerate()

@@ -113,6 +113,8 @@ fn error_text(e: &DataFusionError) -> String {
                 SparkExceptionKind::Runtime => "SparkRuntimeException",
                 SparkExceptionKind::Spark => "SparkException",
                 SparkExceptionKind::Upgrade => "SparkUpgradeException",
+                SparkExceptionKind::IllegalArgument => "SparkIllegalArgumentException",
+                SparkExceptionKind::ArrayIndex => "SparkArrayIndexOutOfBoundsException",
             };
             let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("ERR {kind} {} {{{}}}", s.error_class, params.join(", "))

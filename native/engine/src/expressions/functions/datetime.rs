@@ -236,3 +236,50 @@ mod tests {
         assert_eq!(DateField::DayOfYear.of(11_016), 60); // 2000-02-29
     }
 }
+
+/// `dayname(date)` / `monthname(date)`: the English three-letter names (`TextStyle.SHORT` in Spark's fixed
+/// `Locale.US`), Sunday first.
+#[derive(Debug)]
+pub struct DateName {
+    pub month: bool,
+}
+
+const DAY_NAMES: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+const MONTH_NAMES: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+impl Kernel for DateName {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let d = dates(&args[0])?;
+        let out: arrow::array::StringArray = d
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    if self.month {
+                        MONTH_NAMES[civil_from_days(v).1 as usize - 1]
+                    } else {
+                        // Day 0 (1970-01-01) was a Thursday.
+                        DAY_NAMES[(v as i64 + 4).rem_euclid(7) as usize]
+                    }
+                })
+            })
+            .collect();
+        Ok(Arc::new(out))
+    }
+}
+
+/// `unix_date(date)` (DATE → INT) and `date_from_unix_date(int)` (INT → DATE): the same day number, retyped.
+#[derive(Debug)]
+pub struct UnixDate {
+    pub to_date: bool,
+}
+
+impl Kernel for UnixDate {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        Ok(if self.to_date {
+            let a = args[0].as_primitive::<Int32Type>();
+            Arc::new(a.reinterpret_cast::<Date32Type>())
+        } else {
+            Arc::new(dates(&args[0])?.reinterpret_cast::<Int32Type>())
+        })
+    }
+}

@@ -475,3 +475,121 @@ mod tests {
         assert_eq!(levenshtein("", "äb"), 2);
     }
 }
+
+/// `space(n)`: `n` spaces, empty for `n <= 0` (`UTF8String.blankString`).
+#[derive(Debug)]
+pub struct Space;
+
+impl Kernel for Space {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let n = ints(&args[0])?;
+        let mut out = Out::new(n.len(), 0);
+        for i in 0..n.len() {
+            match opt_int(n, i) {
+                Some(n) => {
+                    let n = n.max(0) as usize;
+                    out.check(n)?;
+                    out.b.append_value(" ".repeat(n));
+                }
+                None => out.null(),
+            }
+        }
+        Ok(out.finish())
+    }
+}
+
+/// `elt(n, s1, s2, …)`: the `n`-th string; NULL for a NULL `n`; for `n` outside `1..=count` NULL, or under ANSI
+/// `INVALID_ARRAY_INDEX` (a `SparkArrayIndexOutOfBoundsException`). Spark evaluates only the chosen string, so
+/// the JVM side sends `elt` only over columns and literals, which cannot fail.
+#[derive(Debug)]
+pub struct Elt {
+    pub ansi: bool,
+}
+
+impl Kernel for Elt {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let n = ints(&args[0])?;
+        let values = args[1..].iter().map(strings).collect::<Result<Vec<_>>>()?;
+        let mut out = Out::new(n.len(), 0);
+        for i in 0..n.len() {
+            match opt_int(n, i) {
+                Some(k) if k >= 1 && k as usize <= values.len() => match opt_str(values[k as usize - 1], i) {
+                    Some(v) => out.value(v)?,
+                    None => out.null(),
+                },
+                Some(k) if self.ansi => {
+                    return Err(crate::error::SparkError::new(
+                        crate::error::SparkExceptionKind::ArrayIndex,
+                        "INVALID_ARRAY_INDEX",
+                        &[("indexValue", k.to_string()), ("arraySize", values.len().to_string())],
+                    )
+                    .into_datafusion())
+                }
+                _ => out.null(),
+            }
+        }
+        Ok(out.finish())
+    }
+}
+
+/// `find_in_set(str, list)`: the 1-based position of `str` among `list`'s comma-separated items (bytes compared),
+/// 0 when absent or when `str` itself holds a comma (`UTF8String.findInSet`).
+#[derive(Debug)]
+pub struct FindInSet;
+
+impl Kernel for FindInSet {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (s, list) = (strings(&args[0])?, strings(&args[1])?);
+        let out: Int32Array = s
+            .iter()
+            .zip(list.iter())
+            .map(|(s, list)| {
+                let (s, list) = (s?, list?);
+                if s.contains(',') {
+                    return Some(0);
+                }
+                Some(list.split(',').position(|item| item == s).map_or(0, |p| p as i32 + 1))
+            })
+            .collect();
+        Ok(Arc::new(out))
+    }
+}
+
+/// `overlay(input PLACING replace FROM pos FOR len)`: `Overlay.calculate` — `input.substringSQL(1, pos - 1)`, then
+/// `replace`, then `input.substringSQL(pos + len', MAX)` with `len'` = `len` if `len >= 0`, else `replace`'s
+/// length in code points; the sums in Java int arithmetic (wrapping).
+#[derive(Debug)]
+pub struct Overlay;
+
+/// `UTF8String.substringSQL(pos, len)` of `v`, whose length in code points is `chars`.
+fn substring_sql(v: &str, chars: i32, pos: i32, len: i32) -> &str {
+    match super::strings::substring_range(chars, pos, len) {
+        Some((start, end)) => &v[byte_at(v, start)..byte_at(v, end)],
+        None => "",
+    }
+}
+
+impl Kernel for Overlay {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (input, replace) = (strings(&args[0])?, strings(&args[1])?);
+        let (pos, len) = (ints(&args[2])?, ints(&args[3])?);
+        let mut out = Out::new(input.len(), input.value_data().len() + replace.value_data().len());
+        let mut buf = String::new();
+        for i in 0..input.len() {
+            let (Some(v), Some(r), Some(p), Some(l)) =
+                (opt_str(input, i), opt_str(replace, i), opt_int(pos, i), opt_int(len, i))
+            else {
+                out.null();
+                continue;
+            };
+            let chars = v.chars().count() as i32;
+            let l = if l >= 0 { l } else { r.chars().count() as i32 };
+            buf.clear();
+            buf.push_str(substring_sql(v, chars, 1, p.wrapping_sub(1)));
+            buf.push_str(r);
+            buf.push_str(substring_sql(v, chars, p.wrapping_add(l), i32::MAX));
+            out.value(&buf)?;
+        }
+        Ok(out.finish())
+    }
+}

@@ -5,8 +5,10 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.{
   QueryContext,
   SparkArithmeticException,
+  SparkArrayIndexOutOfBoundsException,
   SparkDateTimeException,
   SparkException,
+  SparkIllegalArgumentException,
   SparkNumberFormatException,
   SparkRuntimeException,
   SparkUpgradeException
@@ -37,6 +39,10 @@ object EmberErrors {
         new SparkException(errorClass, params, cause)
       case SparkExceptionKind.SPARK_EXCEPTION_KIND_UPGRADE =>
         new SparkUpgradeException(errorClass, params, null)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_ILLEGAL_ARGUMENT =>
+        new SparkIllegalArgumentException(errorClass, params, ctx, summary, null)
+      case SparkExceptionKind.SPARK_EXCEPTION_KIND_ARRAY_INDEX =>
+        new SparkArrayIndexOutOfBoundsException(errorClass, params, ctx, summary)
       case _ => new SparkRuntimeException(errorClass, params, null, ctx, summary)
     }
   }

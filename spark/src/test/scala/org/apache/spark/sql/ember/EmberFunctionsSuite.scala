@@ -297,6 +297,91 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  // Digests of binaries and (through Spark's cast to binary) strings, base64 decoding, bits, day and month names,
+  // string building and searching. The data's strings all decode as base64 (MIME: "ä€😀" decodes to nothing).
+  private val bytesAndBits = Seq(
+    "md5(bin)",
+    "md5(s)",
+    "sha1(bin)",
+    "sha(s)",
+    "sha2(bin, 0)",
+    "sha2(s, 224)",
+    "sha2(bin, 256)",
+    "sha2(s, 384)",
+    "sha2(bin, 512)",
+    "sha2(s, 1)",
+    "sha2(bin, i32)",
+    "crc32(bin)",
+    "crc32(s)",
+    "unbase64(s)",
+    "unbase64(concat('QUJD', s))",
+    "bit_count(i64)",
+    "bit_count(i32)",
+    "bit_count(i8)",
+    "bit_count(b)",
+    "bit_get(i64, 63)",
+    "getbit(i8, 7)",
+    "bit_get(i16, 0)",
+    "date_from_unix_date(i32 % 100000)",
+    "unix_date(dt)",
+    "dayname(dt)",
+    "monthname(dt)",
+    "space(i8 % 8)",
+    "elt(2, s, 'x')",
+    "elt(1, s)",
+    "find_in_set(s, 's1,s2,,ä€😀')",
+    "find_in_set('s3', s)",
+    "overlay(s PLACING 'ab' FROM 2)",
+    "overlay(s PLACING s FROM i8 FOR i8)",
+    "overlay(s PLACING '€' FROM -1 FOR 0)"
+  )
+
+  test("digests, base64, bits, names, elt / find_in_set / overlay, ANSI on and off") {
+    bothAnsiModes { ansi =>
+      // elt with an index out of 1..2 raises INVALID_ARRAY_INDEX under ANSI (checked below).
+      val exprs = bytesAndBits ++ (if (ansi) Nil else Seq("elt(i8 % 4, s, 'x')", "elt(i32, 'a', s)"))
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("md5(s) > '8' AND bit_get(i32, 0) = 1 AND dayname(dt) <> 'Sun' AND crc32(bin) > 1000"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("elt out of bounds under ANSI: INVALID_ARRAY_INDEX; bit_get out of range: BIT_POSITION_RANGE") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      checkSparkErrorAndNative(data.selectExpr("elt(i8 % 4, s, 'x') AS r"), Seq(cls[EmberProjectExec]))
+    }
+    for (ansi <- Seq("true", "false")) {
+      withSQLConf("spark.sql.ansi.enabled" -> ansi) {
+        checkSparkErrorAndNative(data.selectExpr("getbit(i64, i8) AS r"), Seq(cls[EmberProjectExec]))
+      }
+    }
+  }
+
+  test("elt over other expressions falls back (Spark evaluates only the chosen one)") {
+    val query = () => data.selectExpr("id", "elt(1, s, upper(s)) AS r")
+    checkSparkAnswerAndNative(query(), Nil)
+    withEmber(enabled = true) {
+      val reasons = EmberExplainInfo.fallbackLines(query().queryExecution.executedPlan)
+      assert(reasons.exists(_.contains("elt")), reasons)
+    }
+  }
+
+  test("e() and pi() unfolded (ConstantFolding excluded)") {
+    withSQLConf(
+      "spark.sql.optimizer.excludedRules" -> "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"
+    ) {
+      checkSparkAnswerAndNative(
+        data.selectExpr("id", "e() AS e", "pi() AS p", "f64 * pi() AS x"),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+  }
+
   test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
     val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
     val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))

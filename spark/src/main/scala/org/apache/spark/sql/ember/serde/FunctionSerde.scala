@@ -15,13 +15,16 @@ object FunctionSerde {
 
   /**
    * A native function: the name the engine knows, which argument types it takes (`types`, for the docs), the
-   * arguments to send or why not (an extra literal where Spark keeps an argument outside `children`).
+   * arguments to send or why not (an extra literal where Spark keeps an argument outside `children`). An
+   * expression called by one of its `aliases` (its `prettyName`, which Spark's error messages carry) is sent
+   * under that name.
    */
   final case class Fn(
       name: String,
       types: String,
       args: Expression => Either[String, Seq[Expression]],
-      mode: Expression => EvalMode.Value = _ => EvalMode.LEGACY
+      mode: Expression => EvalMode.Value = _ => EvalMode.LEGACY,
+      aliases: Set[String] = Set.empty
   )
 
   private def binaryString(dt: DataType): Boolean = dt match {
@@ -102,6 +105,7 @@ object FunctionSerde {
     val fail = e match {
       case n: NextDay => n.failOnError
       case m: MakeDate => m.failOnError
+      case l: Elt => l.failOnError
       case _ => false
     }
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
@@ -160,6 +164,42 @@ object FunctionSerde {
     case u: Unhex if !u.failOnError => Right(e.children)
     case _ => Left("unhex raising errors (to_binary's hex format)")
   }
+
+  private def unbase64(e: Expression): Either[String, Seq[Expression]] = e match {
+    case u: UnBase64 if !u.failOnError => strings(1)(e)
+    case _ => Left("unbase64 raising errors (to_binary's base64 format)")
+  }
+
+  /**
+   * `elt` of UTF8_BINARY strings that are columns or literals: Spark evaluates only the chosen one, the engine
+   * every argument, so only arguments that cannot fail are sent.
+   */
+  private def elt(e: Expression): Either[String, Seq[Expression]] =
+    if (!binaryString(e.dataType)) Left(s"elt of ${e.dataType.simpleString}")
+    else if (!e.children.tail.forall(c => c.isInstanceOf[Attribute] || c.isInstanceOf[Literal])) {
+      Left("elt over expressions other than columns and literals (Spark evaluates only the chosen one)")
+    } else Right(e.children)
+
+  /** Digests, encodings and bits (golden-checked; strings reach the digests through Spark's cast to binary). */
+  private val bytesAndBits: Map[Class[_], Fn] = Map(
+    classOf[Md5] -> Fn("md5", "binary", all),
+    classOf[Sha1] -> Fn("sha1", "binary", all),
+    classOf[Sha2] -> Fn("sha2", "binary, int", all),
+    classOf[Crc32] -> Fn("crc32", "binary", all),
+    classOf[UnBase64] -> Fn("unbase64", stringTypes, unbase64),
+    classOf[BitwiseCount] -> Fn("bit_count", s"boolean/$ints", all),
+    classOf[BitwiseGet] -> Fn("bit_get", s"$ints, int", all, aliases = Set("getbit")),
+    classOf[DateFromUnixDate] -> Fn("date_from_unix_date", "int", all),
+    classOf[UnixDate] -> Fn("unix_date", "date", dates),
+    classOf[DayName] -> Fn("dayname", "date", dates),
+    classOf[MonthName] -> Fn("monthname", "date", dates),
+    classOf[EulerNumber] -> Fn("e", "no arguments (Spark folds it unless ConstantFolding is excluded)", all),
+    classOf[Pi] -> Fn("pi", "no arguments (Spark folds it unless ConstantFolding is excluded)", all),
+    classOf[StringSpace] -> Fn("space", "int", all),
+    classOf[Elt] -> Fn("elt", s"int, $stringTypes columns or literals", elt, failOnError),
+    classOf[FindInSet] -> Fn("find_in_set", stringTypes, strings(2)),
+    classOf[Overlay] -> Fn("overlay", s"$stringTypes, string, int, int", strings(2))
+  )
 
   private val rounding: Map[Class[_], Fn] = Map(
     classOf[Floor] -> Fn("floor", "double/bigint/decimal", all),
@@ -303,7 +343,7 @@ object FunctionSerde {
       failOnError
     ),
     classOf[MakeDate] -> Fn("make_date", "int, int, int", all, failOnError)
-  ) ++ transcendental ++ rounding
+  ) ++ transcendental ++ rounding ++ bytesAndBits
 
   /** The pad string too must be UTF8_BINARY (lpad / rpad of binary are other expressions). */
   private def pad(e: Expression): Either[String, Seq[Expression]] =
@@ -337,7 +377,7 @@ object FunctionSerde {
     } yield {
       val b = proto.ScalarFunction
         .newBuilder()
-        .setName(fn.name)
+        .setName(if (fn.aliases.contains(e.prettyName)) e.prettyName else fn.name)
         .setReturnType(rt)
         .setEvalMode(ExprSerde.evalMode(fn.mode(e)))
         .setTimezone(zone)
