@@ -93,8 +93,10 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
       ordered: Boolean = false
   ): DataFrame = {
     var sparkPlan: Seq[SparkPlan] = Nil
+    var sparkDf: DataFrame = null
     val expected = withEmber(enabled = false) {
       val df = query
+      sparkDf = df
       val rows = df.collect().toSeq
       assert(nativeNodes(df).isEmpty, "Ember off must not plan native operators")
       sparkPlan = executedNodes(df)
@@ -102,6 +104,8 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     }
     withEmber(enabled = true) {
       val df = query
+      // A DataFrame keeps the plan of its first execution: the same object twice would compare Spark with itself.
+      assert(!(df eq sparkDf), "the query must build a new DataFrame per call (pass it by name, not a val)")
       val actual = df.collect().toSeq
       val natives = nativeNodes(df)
       expectedNative.filter(c => sparkHad(c, sparkPlan)).foreach { cls =>
@@ -155,7 +159,7 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
     classOf[EmberPrefixWindowExec] -> classOf[WindowExec],
-    classOf[EmberHashAggregateExec] -> classOf[BaseAggregateExec],
+    classOf[EmberAggregateExec] -> classOf[BaseAggregateExec],
     classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec],
     classOf[EmberBroadcastHashJoinExec] -> classOf[joins.BroadcastHashJoinExec],
     classOf[EmberTakeOrderedAndProjectExec] -> classOf[TakeOrderedAndProjectExec]

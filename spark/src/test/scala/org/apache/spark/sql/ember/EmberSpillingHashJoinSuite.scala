@@ -266,25 +266,27 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
     }
   }
 
-  // Ignored: with the dynamicFilter confs set, the whole plan (joins, exchanges) stays in Spark without a recorded
-  // reason (seen in the full suite too); the cause is not found yet. The Rust tests cover the same matrix.
-  ignore(
+  test(
     "dynamic filter: rows exact for every join type and build side; probe rows pruned only where valid"
   ) {
     val dynamicFilterConf = Seq(
       EmberConf.DYNAMIC_FILTER_ENABLED.key -> "true",
       EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.key -> "100",
       EmberConf.DYNAMIC_FILTER_MIN_PRUNED_FRACTION.key -> "0.0",
-      EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.key -> "2"
+      EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.key -> "2",
+      // Small enough to fit beside the spilling join's 16 KiB cap (a filter the budget refuses is not used).
+      EmberConf.DYNAMIC_FILTER_BLOOM_BYTES.key -> "256"
     )
-    // The build side holds 4 of the 40 keys (and its null keys): most probe rows cannot match.
-    val (lSel, rSel) = (l.where(col("lk") < 4), r.where(col("rk") < 4))
+    // The build side is 20 rows, so it holds few of the keys -39..39 (and null keys): most probe rows cannot
+    // match. Selected by id, not by key: from a predicate on the key Spark infers the same one on the probe side.
+    val (lSel, rSel) = (l.where(col("lid") < 20), r.where(col("rid") < 20))
     var pruned = 0L
     for (
       jt <- joinTypes; buildLeft <- Seq(true, false); cond <- Seq(equi, residual);
       spill <- Seq(false, true) if !(spill && cond == residual)
     ) {
-      val q =
+      // A def: each engine plans its own DataFrame (a DataFrame keeps the plan it was first executed with).
+      def q =
         if (buildLeft) lSel.hint("shuffle_hash").join(r, cond, jt)
         else l.join(rSel.hint("shuffle_hash"), cond, jt)
       withSQLConf(dynamicFilterConf ++ (if (spill) spillConf else Nil): _*) {
@@ -299,9 +301,15 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
           case _ => false
         }
         val what = s"$jt build=${built.head} spill=$spill cond=$cond"
+        // Spark may build on the other side than hinted (never left for a left semi or anti join): then the build
+        // side is the unselective one and holds every key, and the 20-row probe side is below the gate's sample.
+        val selective = built.head == (if (buildLeft) BuildLeft else BuildRight)
         if (valid) {
-          assert(metric(df, "dynamic_filter_rows_pruned") > 0, what)
-          assert(metric(df, "dynamic_filter_kept") > 0, what)
+          assert(metric(df, "dynamic_filter_rows_checked") > 0, what)
+          if (selective) {
+            assert(metric(df, "dynamic_filter_rows_pruned") > 0, what)
+            assert(metric(df, "dynamic_filter_kept") > 0, what)
+          }
           pruned += metric(df, "dynamic_filter_rows_pruned")
         } else {
           assert(
