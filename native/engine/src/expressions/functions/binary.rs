@@ -1,8 +1,8 @@
 //! Spark's `md5` and `unbase64`: Ember's own kernels.
 //!
 //! Why not DataFusion's: `md5` lives in `datafusion-functions`' crypto feature, which Ember does not build (its
-//! other digests come from `datafusion-spark`, see `planner/functions.rs`), so MD5 is written here from RFC 1321
-//! and proven by the golden table. `datafusion-spark`'s `unbase64` decodes strictly; Spark decodes with
+//! other digests come from `datafusion-spark`, see `planner/functions.rs`), so the digest is RustCrypto's `md-5`
+//! and only Spark's lower-case hex rendering is Ember's; the golden table proves the pair. `datafusion-spark`'s `unbase64` decodes strictly; Spark decodes with
 //! `java.util.Base64.getMimeDecoder()`, which skips characters outside the alphabet and has its own rules for
 //! padding, reproduced in [`mime_decode`].
 use std::sync::Arc;
@@ -10,7 +10,6 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, StringBuilder};
 use arrow::datatypes::DataType;
 use datafusion_common::{exec_err, internal_err, Result};
-use once_cell::sync::Lazy;
 
 use super::Kernel;
 
@@ -18,67 +17,10 @@ use super::Kernel;
 #[derive(Debug)]
 pub struct Md5;
 
-const SHIFTS: [u32; 64] = [
-    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15,
-    21,
-];
-
-/// RFC 1321's table: `floor(|sin(i + 1)| * 2^32)` (fdlibm's `sin`, far more precise than the 32 bits needed).
-static SINES: Lazy<[u32; 64]> = Lazy::new(|| {
-    let mut t = [0u32; 64];
-    for (i, k) in t.iter_mut().enumerate() {
-        *k = (libm::sin((i + 1) as f64).abs() * 4_294_967_296.0).floor() as u32;
-    }
-    t
-});
-
-fn md5_block(state: &mut [u32; 4], block: &[u8]) {
-    let k = &*SINES;
-    let mut m = [0u32; 16];
-    for (w, c) in m.iter_mut().zip(block.chunks_exact(4)) {
-        *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-    }
-    let [mut a, mut b, mut c, mut d] = *state;
-    for i in 0..64 {
-        let (f, g) = match i / 16 {
-            0 => ((b & c) | (!b & d), i),
-            1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
-            2 => (b ^ c ^ d, (3 * i + 5) % 16),
-            _ => (c ^ (b | !d), (7 * i) % 16),
-        };
-        let f = f.wrapping_add(a).wrapping_add(k[i]).wrapping_add(m[g]);
-        a = d;
-        d = c;
-        c = b;
-        b = b.wrapping_add(f.rotate_left(SHIFTS[i]));
-    }
-    for (s, v) in state.iter_mut().zip([a, b, c, d]) {
-        *s = s.wrapping_add(v);
-    }
-}
-
+/// The RFC 1321 digest (RustCrypto's `md-5`, the family of the `sha1`/`sha2` crates `datafusion-spark` uses).
 pub fn md5(data: &[u8]) -> [u8; 16] {
-    let mut state: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
-    let mut blocks = data.chunks_exact(64);
-    for block in blocks.by_ref() {
-        md5_block(&mut state, block);
-    }
-    // The tail, 0x80, zeros up to 56 mod 64, then the length in bits (little-endian, mod 2^64).
-    let mut tail = blocks.remainder().to_vec();
-    tail.push(0x80);
-    while tail.len() % 64 != 56 {
-        tail.push(0);
-    }
-    tail.extend_from_slice(&((data.len() as u64).wrapping_mul(8)).to_le_bytes());
-    for block in tail.chunks_exact(64) {
-        md5_block(&mut state, block);
-    }
-    let mut out = [0u8; 16];
-    for (o, s) in out.chunks_exact_mut(4).zip(state) {
-        o.copy_from_slice(&s.to_le_bytes());
-    }
-    out
+    use md5::Digest;
+    md5::Md5::digest(data).into()
 }
 
 impl Kernel for Md5 {
