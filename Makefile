@@ -112,13 +112,10 @@ demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
 
-# Rust micro-benches (native/engine/benches, release profile): each prints DataFusion's operator against Ember's,
-# side by side; then the timing tests kept `#[ignore]` in native/engine/tests, in release. `make bench SPARK=1`
-# then runs the Spark benchmarks too (bench-spark).
+# Rust micro-benches (native/engine/benches, release profile, one per operator): each prints the alternatives
+# side by side as ratios. `make bench SPARK=1` then runs the Spark benchmarks too (bench-spark).
 bench:
 	cargo bench -p ember-engine
-	cargo test --release -p ember-engine --test engine -- --ignored --nocapture --test-threads=1 \
-		prefix_window::timing shuffle::timing spilling_hash_join::micro_benchmark
 ifneq ($(SPARK),)
 	$(MAKE) bench-spark
 endif

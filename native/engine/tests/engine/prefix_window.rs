@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 // ---------------------------------------------------------------------------------------------------------
 // Input: k (partition, INT, sorted, one NULL partition first), d (order, BIGINT), x BIGINT, y INT, f DOUBLE.
 
-fn schema() -> SchemaRef {
+pub(crate) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("k", DataType::Int32, true),
         Field::new("d", DataType::Int64, true),
@@ -41,12 +41,12 @@ enum Values {
     Edge(f64),
 }
 
-struct Data {
-    k: Vec<Option<i32>>,
-    d: Vec<Option<i64>>,
-    x: Vec<Option<i64>>,
-    y: Vec<Option<i32>>,
-    f: Vec<Option<f64>>,
+pub(crate) struct Data {
+    pub(crate) k: Vec<Option<i32>>,
+    pub(crate) d: Vec<Option<i64>>,
+    pub(crate) x: Vec<Option<i64>>,
+    pub(crate) y: Vec<Option<i32>>,
+    pub(crate) f: Vec<Option<f64>>,
 }
 
 fn gen(rng: &mut StdRng, partitions: usize, max_len: usize, values: Values, ties: bool) -> Data {
@@ -96,7 +96,7 @@ fn gen(rng: &mut StdRng, partitions: usize, max_len: usize, values: Values, ties
     data
 }
 
-fn batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
+pub(crate) fn batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
     let all = RecordBatch::try_new(
         schema(),
         vec![
@@ -123,7 +123,7 @@ fn batches(data: &Data, rng: &mut StdRng) -> Vec<RecordBatch> {
 // Proto builders.
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum B {
+pub(crate) enum B {
     UP,
     P(u64),
     CR,
@@ -144,13 +144,13 @@ fn pb_bound(b: B) -> pb::FrameBound {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Fr {
+pub(crate) struct Fr {
     range: bool,
     lo: B,
     hi: B,
 }
 
-fn rows(lo: B, hi: B) -> Fr {
+pub(crate) fn rows(lo: B, hi: B) -> Fr {
     Fr { range: false, lo, hi }
 }
 
@@ -159,7 +159,7 @@ fn range(lo: B, hi: B) -> Fr {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum F {
+pub(crate) enum F {
     RowNumber,
     Rank,
     DenseRank,
@@ -177,12 +177,12 @@ enum F {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct W {
-    f: F,
+pub(crate) struct W {
+    pub(crate) f: F,
     /// Argument column (2 = x, 3 = y, 4 = f).
-    arg: usize,
-    frame: Fr,
-    ansi: bool,
+    pub(crate) arg: usize,
+    pub(crate) frame: Fr,
+    pub(crate) ansi: bool,
 }
 
 fn arg_type(arg: usize) -> DataType {
@@ -998,9 +998,9 @@ mod datafusion_reference {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Metrics, memory, timing.
+// Metrics and memory (timing: `benches/prefix_window.rs`).
 
-fn exec_window(
+pub(crate) fn exec_window(
     ws: &[W],
     prefix: bool,
     input: Vec<RecordBatch>,
@@ -1269,56 +1269,6 @@ fn a_partition_much_larger_than_the_pool_completes_in_segments_and_returns_its_m
         assert_eq!(got.num_rows(), n);
         for (i, w) in ws.iter().enumerate() {
             assert_same(got.column(5 + i), want.column(5 + i), &format!("segment_rows={seg} {w:?}"));
-        }
-    }
-}
-
-/// `cargo test -p ember-engine --test engine prefix_window::timing -- --ignored --nocapture`: 200k rows (1112
-/// partitions × 180 rows, in batches of 8192), SUM over ROWS n PRECEDING .. CURRENT ROW for n = 2, 6, 29, 89, 179
-/// (and every width ×4), over 1 measure (5 columns) and over 3 measures (x, y and x again as a distinct
-/// expression: 15 columns), LEGACY and ANSI, prefix evaluation on and off.
-#[test]
-#[ignore]
-fn timing_prefix_vs_refold() {
-    let mut rng = StdRng::seed_from_u64(12);
-    let (parts, len) = (1112, 180);
-    let mut data = Data { k: vec![], d: vec![], x: vec![], y: vec![], f: vec![] };
-    for p in 0..parts {
-        for i in 0..len {
-            data.k.push(Some(p));
-            data.d.push(Some(i as i64));
-            data.x.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
-            data.y.push(rng.random_bool(0.95).then(|| rng.random_range(0..1_000_000)));
-            data.f.push(None);
-        }
-    }
-    let all = batches(&data, &mut rng);
-    let one = concat_batches(&schema(), &all).unwrap();
-    let input: Vec<RecordBatch> =
-        (0..one.num_rows()).step_by(8192).map(|o| one.slice(o, 8192.min(one.num_rows() - o))).collect();
-    for widths in [[2u64, 6, 29, 89, 179], [8, 24, 116, 356, 716]] {
-        for measures in [vec![2usize], vec![2, 3, 2]] {
-            for ansi in [false, true] {
-                let mut ws = vec![];
-                for (m, &arg) in measures.iter().enumerate() {
-                    for &n in &widths {
-                        // The third measure is x + 0 rows apart: a distinct frame set over the same column, as a
-                        // separate measure would be (its prefix is shared, its frames are not).
-                        let lo = if m == 2 { B::P(n + 1) } else { B::P(n) };
-                        ws.push(W { f: F::Sum, arg, frame: rows(lo, B::CR), ansi });
-                    }
-                }
-                for prefix in [true, false] {
-                    let t = std::time::Instant::now();
-                    let (out, _) = exec_window(&ws, prefix, input.clone(), 1 << 30);
-                    let rows: usize = out.unwrap().iter().map(|b| b.num_rows()).sum();
-                    eprintln!(
-                        "{rows} rows, widths {widths:?}, {} columns, ansi={ansi}, prefix={prefix}: {:?}",
-                        ws.len(),
-                        t.elapsed()
-                    );
-                }
-            }
         }
     }
 }

@@ -26,7 +26,7 @@ use prost::Message;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-fn schema() -> SchemaRef {
+pub(crate) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("i", DataType::Int32, true),
         Field::new("l", DataType::Int64, true),
@@ -93,13 +93,13 @@ fn random_batch(rng: &mut StdRng, rows: usize) -> RecordBatch {
     .unwrap()
 }
 
-fn random_batches(seed: u64, batches: usize, rows: usize) -> Vec<RecordBatch> {
+pub(crate) fn random_batches(seed: u64, batches: usize, rows: usize) -> Vec<RecordBatch> {
     let mut rng = StdRng::seed_from_u64(seed);
     (0..batches).map(|_| random_batch(&mut rng, rows)).collect()
 }
 
 /// The partition Spark gives a row, one value at a time (not the vectorized path the operator uses).
-fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) -> u32 {
+pub(crate) fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) -> u32 {
     let mut h = SPARK_HASH_SEED;
     for &k in keys {
         let c = batch.column(k);
@@ -123,7 +123,13 @@ fn reference_partition(batch: &RecordBatch, row: usize, keys: &[usize], n: u32) 
     pmod(h, n)
 }
 
-fn writer_plan(keys: &[usize], n: u32, spill_bytes: u64, input_schema: &SchemaRef, block: &SchemaRef) -> pb::Plan {
+pub(crate) fn writer_plan(
+    keys: &[usize],
+    n: u32,
+    spill_bytes: u64,
+    input_schema: &SchemaRef,
+    block: &SchemaRef,
+) -> pb::Plan {
     let keys = keys.iter().map(|&k| col(k as u32, input_schema.field(k).data_type())).collect();
     let w = pb::ShuffleWriter {
         keys,
@@ -543,100 +549,6 @@ fn bad_plans_are_errors() {
         w.block_schema = None;
     }
     assert!(build(no_schema).is_err(), "no block schema");
-}
-
-/// Rough cost of routing + encoding per row (no assertion on time), and of the two ways to gather a partition's
-/// rows: `cargo test -p ember-engine --test engine shuffle::timing -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn timing() {
-    let inputs = random_batches(6, 40, 8192);
-    let s = schema();
-    let rows = inputs.iter().map(|b| b.num_rows()).sum::<usize>();
-    for keys in [vec![0usize], vec![0, 2]] {
-        for n in [1u32, 200] {
-            let plan = writer_plan(&keys, n, 0, &s, &s).encode_to_vec();
-            let broker = Arc::new(FixedBroker::new(usize::MAX));
-            let mut p = NativePlan::try_new(&plan, vec![reader(inputs.clone(), s.clone())], broker).unwrap();
-            let start = std::time::Instant::now();
-            let mut bytes = 0;
-            while let Some(b) = p.next_batch().unwrap() {
-                bytes += b.column(1).as_binary::<i32>().value_data().len();
-            }
-            let t = start.elapsed();
-            println!(
-                "keys={keys:?} n={n}: {rows} rows in {t:?}: {:.1} ns/row, {bytes} block bytes",
-                t.as_nanos() as f64 / rows as f64
-            );
-        }
-    }
-    // Gathering 200 partitions out of ~8 MiB of buffered batches: `interleave` over (batch, row) pairs sorted by
-    // partition (what the writer does) vs `take` per (batch, partition) then `concat` per partition.
-    let buffered = &inputs[..8];
-    let parts: Vec<Vec<u32>> =
-        buffered.iter().map(|b| (0..b.num_rows()).map(|r| reference_partition(b, r, &[0, 2], 200)).collect()).collect();
-    let start = std::time::Instant::now();
-    let mut order: Vec<Vec<(usize, usize)>> = vec![vec![]; 200];
-    for (bi, ps) in parts.iter().enumerate() {
-        for (r, p) in ps.iter().enumerate() {
-            order[*p as usize].push((bi, r));
-        }
-    }
-    let refs: Vec<&RecordBatch> = buffered.iter().collect();
-    let mut n1 = 0;
-    for o in &order {
-        n1 += arrow::compute::interleave_record_batch(&refs, o).unwrap().num_rows();
-    }
-    let t_interleave = start.elapsed();
-    let start = std::time::Instant::now();
-    let mut per_partition: Vec<Vec<RecordBatch>> = vec![vec![]; 200];
-    for (b, ps) in buffered.iter().zip(&parts) {
-        let mut idx: Vec<Vec<u32>> = vec![vec![]; 200];
-        for (r, p) in ps.iter().enumerate() {
-            idx[*p as usize].push(r as u32);
-        }
-        for (p, i) in idx.into_iter().enumerate() {
-            per_partition[p].push(take_record_batch(b, &UInt32Array::from(i)).unwrap());
-        }
-    }
-    let mut n2 = 0;
-    for batches in &per_partition {
-        n2 += concat_batches(&s, batches).unwrap().num_rows();
-    }
-    let t_take = start.elapsed();
-    assert_eq!(n1, n2);
-    // One `take` per batch in partition order (a counting sort), then per partition a `concat` of one slice per
-    // batch.
-    let start = std::time::Instant::now();
-    let mut sorted = vec![];
-    for (b, ps) in buffered.iter().zip(&parts) {
-        let mut starts = vec![0u32; 201];
-        for p in ps {
-            starts[*p as usize + 1] += 1;
-        }
-        for i in 0..200 {
-            starts[i + 1] += starts[i];
-        }
-        let mut next = starts.clone();
-        let mut idx = vec![0u32; ps.len()];
-        for (r, p) in ps.iter().enumerate() {
-            idx[next[*p as usize] as usize] = r as u32;
-            next[*p as usize] += 1;
-        }
-        sorted.push((take_record_batch(b, &UInt32Array::from(idx)).unwrap(), starts));
-    }
-    let mut n3 = 0;
-    for p in 0..200 {
-        let slices: Vec<RecordBatch> =
-            sorted.iter().map(|(b, st)| b.slice(st[p] as usize, (st[p + 1] - st[p]) as usize)).collect();
-        n3 += concat_batches(&s, &slices).unwrap().num_rows();
-    }
-    let t_sorted = start.elapsed();
-    assert_eq!(n1, n3);
-    println!(
-        "gather {n1} rows into 200 partitions: interleave {t_interleave:?}, take + concat {t_take:?}, \
-         sort each batch + concat slices {t_sorted:?}"
-    );
 }
 
 fn lit_f64(v: Option<f64>) -> pb::Expr {

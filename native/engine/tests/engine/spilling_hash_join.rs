@@ -39,7 +39,7 @@ const BATCH: usize = 256;
 
 const ALL_TYPES: [JoinType; 10] = common::ALL_JOIN_TYPES;
 
-fn build_schema() -> SchemaRef {
+pub(crate) fn build_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("bk", DataType::Int64, true),
         Field::new("bp", DataType::Int64, true),
@@ -47,7 +47,7 @@ fn build_schema() -> SchemaRef {
     ]))
 }
 
-fn probe_schema() -> SchemaRef {
+pub(crate) fn probe_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("pk", DataType::Int64, true),
         Field::new("pq", DataType::Int64, true),
@@ -57,16 +57,16 @@ fn probe_schema() -> SchemaRef {
 
 /// Shape of one side's random data.
 #[derive(Clone, Copy)]
-struct Shape {
-    rows: usize,
+pub(crate) struct Shape {
+    pub(crate) rows: usize,
     /// Keys drawn from 0..domain.
-    domain: i64,
-    null_keys: f64,
+    pub(crate) domain: i64,
+    pub(crate) null_keys: f64,
     /// Fraction of rows on key 7.
-    hot: f64,
+    pub(crate) hot: f64,
 }
 
-fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
+pub(crate) fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
     let rising = schema.field(0).name() == "bk";
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = vec![];
@@ -105,12 +105,12 @@ fn side(schema: SchemaRef, shape: Shape, seed: u64) -> Vec<RecordBatch> {
     out
 }
 
-fn source(schema: SchemaRef, batches: Vec<RecordBatch>) -> Arc<dyn ExecutionPlan> {
+pub(crate) fn source(schema: SchemaRef, batches: Vec<RecordBatch>) -> Arc<dyn ExecutionPlan> {
     let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
     Arc::new(InputExec::new(0, schema, Box::new(reader)))
 }
 
-fn on() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
+pub(crate) fn on() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
     vec![(Arc::new(Column::new("bk", 0)) as PhysicalExprRef, Arc::new(Column::new("pk", 0)) as PhysicalExprRef)]
 }
 
@@ -142,7 +142,7 @@ fn rows(batches: &[RecordBatch]) -> Vec<String> {
     out
 }
 
-async fn collect(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
+pub(crate) async fn collect(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<Vec<RecordBatch>> {
     let mut stream = plan.execute(0, ctx)?;
     let mut out = vec![];
     while let Some(b) = stream.next().await {
@@ -151,14 +151,14 @@ async fn collect(plan: Arc<dyn ExecutionPlan>, ctx: Arc<TaskContext>) -> Result<
     Ok(out)
 }
 
-struct Env {
-    ctx: Arc<TaskContext>,
+pub(crate) struct Env {
+    pub(crate) ctx: Arc<TaskContext>,
     pool: Arc<BrokerMemoryPool>,
     broker: Arc<FixedBroker>,
     dir: tempfile::TempDir,
 }
 
-fn env(budget: usize, compression: SpillCompression) -> Env {
+pub(crate) fn env(budget: usize, compression: SpillCompression) -> Env {
     env_with_batch_size(budget, compression, BATCH)
 }
 
@@ -589,70 +589,6 @@ async fn from_proto_build_right_with_condition() {
             assert!(plan.metrics().unwrap().sum_by_name("spilled_buckets").unwrap().as_usize() > 0, "{what}");
             assert_eq!(e.broker.used(), 0, "{what}");
             assert_eq!(files_under(e.dir.path()), 0, "{what}");
-        }
-    }
-}
-
-/// A rough micro benchmark, not a test: `cargo test -p ember-engine --test engine spilling_hash_join::micro_benchmark -- --ignored
-/// --nocapture micro_benchmark`. Debug builds of Ember itself (dependencies at opt-level 1) make the figures
-/// indicative only; the real benchmark is in dev/bench.
-#[tokio::test]
-#[ignore]
-async fn micro_benchmark() {
-    let build = side(build_schema(), Shape { rows: 200_000, domain: 200_000, null_keys: 0.0, hot: 0.0 }, 11);
-    let probe = side(probe_schema(), Shape { rows: 1_000_000, domain: 400_000, null_keys: 0.0, hot: 0.0 }, 12);
-    let build_cost: usize = build.iter().map(ember_engine::operators::spilling_hash_join::batch_cost).sum();
-    for join_type in [JoinType::Inner, JoinType::Full] {
-        let t = std::time::Instant::now();
-        let reference = HashJoinExec::try_new(
-            source(build_schema(), build.clone()),
-            source(probe_schema(), probe.clone()),
-            on(),
-            None,
-            &join_type,
-            None,
-            PartitionMode::CollectLeft,
-            NullEquality::NullEqualsNothing,
-            false,
-        )
-        .unwrap();
-        let n: usize = collect(Arc::new(reference), Arc::new(TaskContext::default()))
-            .await
-            .unwrap()
-            .iter()
-            .map(|b| b.num_rows())
-            .sum();
-        println!("{join_type:?} HashJoinExec: {n} rows in {:?}", t.elapsed());
-        for (what, cap) in [("in memory", 0), ("cap 1/4 of build", build_cost / 4), ("cap 1/16", build_cost / 16)] {
-            let e = env(1 << 30, SpillCompression::Lz4Frame);
-            let t = std::time::Instant::now();
-            let join = Arc::new(
-                SpillingHashJoinExec::try_new(
-                    source(build_schema(), build.clone()),
-                    source(probe_schema(), probe.clone()),
-                    on(),
-                    None,
-                    join_type,
-                    NullEquality::NullEqualsNothing,
-                    SpillingHashJoinConfig { max_build_buffer_bytes: cap, bucket_bits: 4, ..Default::default() },
-                )
-                .unwrap(),
-            );
-            let m: usize = collect(join.clone(), e.ctx.clone()).await.unwrap().iter().map(|b| b.num_rows()).sum();
-            assert_eq!(n, m);
-            let metrics = join.metrics().unwrap();
-            let get = |name: &str| metrics.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
-            println!(
-                "{join_type:?} spilling join, {what}: {:?}; spilled {} buckets, split {}, chunked {}, {} files, \
-                 {} bytes, peak reserved {}",
-                t.elapsed(),
-                get("spilled_buckets"),
-                get("split_buckets"),
-                get("chunked_buckets"),
-                metrics.spill_count().unwrap_or(0),
-                metrics.spilled_bytes().unwrap_or(0),
-                get("peak_reserved_bytes")
-            );
         }
     }
 }
