@@ -21,7 +21,7 @@ pub mod range_source;
 pub(crate) mod shared;
 pub mod shuffle;
 pub mod sort;
-pub(crate) mod spill;
+pub mod spill;
 pub mod spilling_hash_join;
 
 pub use aggregate::{AdaptiveAggregateExec, RadixAggregateExec};

@@ -631,10 +631,11 @@ async fn split_side(
     let mut writers: Vec<Option<CoalescingWriter>> = (0..router.fan_out()).map(|_| None).collect();
     while let Some(b) = input.next().await {
         for (i, p) in router.partition(&b?, level)? {
-            if writers[i].is_none() {
-                writers[i] = Some(CoalescingWriter::new(manager, jc.batch_size)?);
-            }
-            writers[i].as_mut().unwrap().push(p, budget)?;
+            let writer = match &mut writers[i] {
+                Some(w) => w,
+                none => none.insert(CoalescingWriter::new(manager, jc.batch_size)?),
+            };
+            writer.push(p, budget)?;
         }
     }
     writers
@@ -677,7 +678,7 @@ impl BuildBuckets {
             let batches = std::mem::take(&mut self.batches[victim]);
             let mut w = spill_batches(&jc.build_spill, jc.batch_size, batches)?;
             budget.shrink(std::mem::take(&mut self.cost[victim]));
-            w.reserve_staged(budget)?;
+            w.reserve(budget)?;
             self.writers[victim] = Some(w);
             jc.metrics.spilled_buckets.add(1);
         }
@@ -731,10 +732,11 @@ impl ProbeRouter {
                 continue;
             }
             let piece = take_record_batch(&batch, &UInt32Array::from(idx))?;
-            if self.writers[b].is_none() {
-                self.writers[b] = Some(CoalescingWriter::new(&self.jc.probe_spill, self.jc.batch_size)?);
-            }
-            self.writers[b].as_mut().unwrap().push(piece, self.budget.as_ref())?;
+            let writer = match &mut self.writers[b] {
+                Some(w) => w,
+                none => none.insert(CoalescingWriter::new(&self.jc.probe_spill, self.jc.batch_size)?),
+            };
+            writer.push(piece, self.budget.as_ref())?;
         }
         if resident.is_empty() {
             return Ok(None);

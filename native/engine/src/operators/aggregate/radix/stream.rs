@@ -197,7 +197,7 @@ pub(super) struct RadixAggregateStream {
     group_ids: Vec<usize>,
     /// The tables and the buffer.
     tables: MemoryReservation,
-    /// Rows staged by the spill writers.
+    /// Rows gathered by the spill writers.
     staging: MemoryReservation,
     spill: SpillManager,
     pending: VecDeque<RecordBatch>,
