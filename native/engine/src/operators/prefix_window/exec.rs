@@ -112,8 +112,10 @@ impl ExecutionPlan for PrefixWindowExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context.clone())?;
-        // Not marked can-spill: on a refusal the window first shrinks its segments (only whole-partition specs
-        // spill), so a small segment may draw on the pool's headroom (see `memory.rs`) instead of failing.
+        // Not marked can-spill, although whole-partition specs spill: on a refusal the window first shrinks its
+        // segments, down to one row, and a small segment (also of a spilled partition read back) must be able to
+        // draw on the pool's headroom (see `memory.rs`) instead of failing. Marked can-spill, the Spark memory
+        // matrix's window cell (a whole partition and a running sum) fails at 8, 16 and 32 MiB per task.
         let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]")).register(context.memory_pool());
         let counters = FrameCounters {
             prefix: MetricBuilder::new(&self.metrics).counter(metric_names::PREFIX_FRAMES, partition),

@@ -33,7 +33,7 @@ use arrow::array::{
 use arrow::buffer::NullBuffer;
 use arrow::compute::{cast, concat, filter, is_not_null, take};
 use arrow::datatypes::{DataType, Int32Type};
-use datafusion_common::Result;
+use datafusion_common::{internal_datafusion_err, Result};
 
 use super::frames::{Bound, Frame, FrameUnit, Layout};
 use super::spec::{eval_all, is_integral, FrameCounters, Function, WindowExpr, WindowSpec};
@@ -357,6 +357,7 @@ pub(super) fn fold_running(
     let mut p = r.pos.saturating_sub(dropped);
     debug_assert!(r.pos >= dropped, "running fold behind the buffered rows");
     let mut overflow_at = None;
+    let measure_of = |f: &str| measure.ok_or_else(|| internal_datafusion_err!("window: {f} without a measure"));
     let column: ArrayRef = match x.function {
         Function::Count => {
             let mut out = Vec::with_capacity(rows);
@@ -369,8 +370,8 @@ pub(super) fn fold_running(
             }
             Arc::new(Int64Array::from(out))
         }
-        Function::Sum if is_integral(measure.expect("SUM has a measure").data_type()) => {
-            let longs = cast(measure.unwrap(), &DataType::Int64)?;
+        Function::Sum if is_integral(measure_of("SUM")?.data_type()) => {
+            let longs = cast(measure_of("SUM")?, &DataType::Int64)?;
             let raw = longs.as_primitive::<arrow::datatypes::Int64Type>().values();
             let mut out = vec![0i64; rows];
             let mut ok = vec![false; rows];
@@ -393,7 +394,7 @@ pub(super) fn fold_running(
             Arc::new(Int64Array::new(out.into(), Some(ok.into())))
         }
         Function::Sum | Function::Avg => {
-            let doubles = cast(measure.expect("SUM / AVG has a measure"), &DataType::Float64)?;
+            let doubles = cast(measure_of("SUM / AVG")?, &DataType::Float64)?;
             let raw = doubles.as_primitive::<arrow::datatypes::Float64Type>().values();
             let mut out = Vec::with_capacity(rows);
             let mut ok = Vec::with_capacity(rows);

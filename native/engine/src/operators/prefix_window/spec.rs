@@ -9,7 +9,7 @@ use arrow::array::{new_null_array, Array, ArrayRef, AsArray, Float64Array, Int64
 use arrow::buffer::NullBuffer;
 use arrow::compute::{cast, partition};
 use arrow::datatypes::{DataType, Field, Schema};
-use datafusion_common::Result;
+use datafusion_common::{internal_datafusion_err, Result};
 use datafusion_physical_expr::PhysicalExpr;
 use datafusion_physical_plan::metrics::Count;
 
@@ -447,7 +447,7 @@ impl WindowSpec {
                 }
             }
             Function::Sum => {
-                let (v, prefix) = measure.expect("SUM has a measure");
+                let (v, prefix) = measure.ok_or_else(|| internal_datafusion_err!("window: SUM without a measure"))?;
                 let (s, e) = bounds(x.frame);
                 if is_integral(v.data_type()) {
                     if let Some(p) = prefix {
@@ -473,7 +473,7 @@ impl WindowSpec {
                 }
             }
             Function::Avg => {
-                let (v, prefix) = measure.expect("AVG has a measure");
+                let (v, prefix) = measure.ok_or_else(|| internal_datafusion_err!("window: AVG without a measure"))?;
                 let (s, e) = bounds(x.frame);
                 let doubles = cast(v, &DataType::Float64)?;
                 let doubles: &Float64Array = doubles.as_primitive();

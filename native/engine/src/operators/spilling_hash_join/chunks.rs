@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanBufferBuilder, RecordBatch, UInt64Array};
 use arrow::datatypes::{SchemaRef, UInt64Type};
-use datafusion_common::{DataFusionError, JoinType, Result};
+use datafusion_common::{internal_datafusion_err, internal_err, DataFusionError, JoinType, Result};
 use datafusion_physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion_physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
@@ -79,7 +79,9 @@ impl Chunked {
                         let b = b?;
                         let mut columns = b.columns().to_vec();
                         if self.tracking {
-                            let idx = columns.pop().expect("row position column");
+                            let idx = columns
+                                .pop()
+                                .ok_or_else(|| internal_datafusion_err!("chunked join: no row position column"))?;
                             for i in idx.as_primitive::<UInt64Type>().iter().flatten() {
                                 self.matched.set_bit(i as usize, true);
                             }
@@ -139,7 +141,9 @@ impl Chunked {
                 if self.final_pass.is_none() {
                     self.final_pass = Some((jc.read_probe(&self.task.probe)?, 0));
                 }
-                let (stream, offset) = self.final_pass.as_mut().unwrap();
+                let Some((stream, offset)) = self.final_pass.as_mut() else {
+                    return internal_err!("chunked join: no final pass over the probe side");
+                };
                 match stream.next().await {
                     Some(b) => {
                         let b = b?;
