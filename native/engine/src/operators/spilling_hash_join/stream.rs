@@ -449,7 +449,7 @@ impl JoinStream {
         let mut build = self.build.take().ok_or_else(|| internal_datafusion_err!("join build side taken twice"))?;
         let probe_rows = jc.metrics.probe_rows.clone();
         let probe_in = self.probe.take().ok_or_else(|| internal_datafusion_err!("join probe side taken twice"))?;
-        let probe: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
+        let mut probe: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
             probe_in.schema(),
             probe_in.inspect(move |b| {
                 if let Ok(b) = b {
@@ -457,6 +457,20 @@ impl JoinStream {
                 }
             }),
         ));
+        if !emits_build_rows_alone(jc.join_type) {
+            // Without a probe row there is no output: look at the probe side first, and if it is empty never
+            // read (decode, hash, reserve) the build side — a broadcast's build side is otherwise built in every
+            // task, also in the many that AQE gives no probe rows (TPC-H Q15).
+            let Some(first) = first_rows(&mut probe).await? else {
+                self.phase = Phase::Done;
+                return Ok(());
+            };
+            let schema = probe.schema();
+            probe = Box::pin(RecordBatchStreamAdapter::new(
+                schema,
+                futures::stream::once(async { Ok(first) }).chain(probe),
+            ));
+        }
         let mut held = vec![];
         let mut reserved = 0;
         let mut overflow = None;
@@ -778,4 +792,21 @@ impl RecordBatchStream for RouterStream {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
+}
+
+/// Whether `join_type` (build side left) outputs build rows when no probe row comes: build-preserving outer
+/// joins, and semi/anti/mark joins that return build rows.
+fn emits_build_rows_alone(join_type: JoinType) -> bool {
+    matches!(join_type, JoinType::Left | JoinType::Full | JoinType::LeftAnti | JoinType::LeftMark)
+}
+
+/// The first non-empty batch of `stream`, if any.
+async fn first_rows(stream: &mut SendableRecordBatchStream) -> Result<Option<RecordBatch>> {
+    while let Some(b) = stream.next().await {
+        let b = b?;
+        if b.num_rows() > 0 {
+            return Ok(Some(b));
+        }
+    }
+    Ok(None)
 }
