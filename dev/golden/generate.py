@@ -430,6 +430,11 @@ def function_builders(spark):
         "elt": lambda a, m, v: E.Elt(spark.seq(*a), m == spark.modes[1]),
         "find_in_set": lambda a, m, v: E.FindInSet(a[0], a[1]),
         "overlay": lambda a, m, v: E.Overlay(a[0], a[1], a[2], a[3]),
+        # base64 and luhn_check as the StaticInvoke Spark rewrites them to (what reaches Ember); base64's second
+        # argument is spark.sql.chunkBase64String.enabled, a literal flag in that StaticInvoke.
+        "base64": lambda a, m, v: E.Base64(a[0], bool(v[1])).replacement(),
+        "luhn_check": lambda a, m, v: E.Luhncheck(a[0]).replacement(),
+        "conv": lambda a, m, v: E.Conv(a[0], a[1], a[2], m == spark.modes[1]),
     }
 
 

@@ -15,14 +15,14 @@ use super::expr::{create_expr, eval_mode, jdk_feature, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
-use crate::expressions::functions::binary::{Md5, UnBase64};
+use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
 use crate::expressions::functions::datetime::{
     DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
 };
 use crate::expressions::functions::math::{
-    Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift,
-    ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
+    Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, Conv, DoubleFn, Extremum, IsNaN, NaNvl, Pmod,
+    Shift, ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
 };
 use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
 use crate::expressions::functions::string_edit::{
@@ -126,6 +126,7 @@ pub const FUNCTIONS: &[&str] = &[
     "ln",
     "log2",
     "log10",
+    "log1p",
     "asin",
     "acos",
     "atan",
@@ -134,6 +135,7 @@ pub const FUNCTIONS: &[&str] = &[
     "tanh",
     "asinh",
     "acosh",
+    "atanh",
     "degrees",
     "radians",
     "rint",
@@ -168,6 +170,9 @@ pub const FUNCTIONS: &[&str] = &[
     "elt",
     "find_in_set",
     "overlay",
+    "base64",
+    "luhn_check",
+    "conv",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -640,6 +645,25 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         },
         "overlay" => match sig {
             ([Utf8, Utf8, Int32, Int32], Utf8) => Arc::new(Overlay),
+            _ => return Err(unsupported()),
+        },
+        // Spark's StaticInvoke of Base64.encode(bytes, chunkBase64), the flag as the second argument.
+        "base64" => match sig {
+            ([Binary, Boolean], Utf8) => Arc::new(Base64),
+            _ => return Err(unsupported()),
+        },
+        // Spark's StaticInvoke of ExpressionImplUtils.isLuhnNumber.
+        "luhn_check" => match sig {
+            ([Utf8], Boolean) => Arc::new(LuhnCheck),
+            _ => return Err(unsupported()),
+        },
+        "conv" => match sig {
+            ([Utf8, Int32, Int32], Utf8) => {
+                if mode == Mode::Try {
+                    return Err(plan_error("conv has no TRY mode"));
+                }
+                Arc::new(Conv { ansi: mode == Mode::Ansi })
+            }
             _ => return Err(unsupported()),
         },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
