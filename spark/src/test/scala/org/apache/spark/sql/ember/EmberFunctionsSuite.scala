@@ -382,6 +382,59 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  // log1p / atanh (fdlibm's s_log1p.c, as StrictMath), base64 and luhn_check (the StaticInvokes Spark rewrites
+  // them to), conv. The data's "a" * 100 overflows conv from base 16 or 36: only without ANSI here (checked
+  // below).
+  private val logsEncodingsConv = Seq(
+    "log1p(f64)",
+    "log1p(f64 / 1000)",
+    "log1p(f32)",
+    "atanh(f64 / 1000)",
+    "atanh(f64)",
+    "base64(bin)",
+    "base64(s)",
+    "base64(concat(s, s, s))",
+    "luhn_check(s)",
+    "luhn_check(CAST(i64 AS STRING))",
+    "luhn_check(CAST(i16 AS STRING))",
+    "conv(s, 10, -16)",
+    "conv(s, 2, 10)",
+    "conv(CAST(i64 AS STRING), 10, 2)",
+    "conv(CAST(i64 AS STRING), 10, -36)",
+    "conv(hex(i64), 16, -10)",
+    "conv(CAST(i32 AS STRING), i8, 10)"
+  )
+
+  test("log1p, atanh, base64, luhn_check, conv, ANSI on and off") {
+    bothAnsiModes { ansi =>
+      val exprs =
+        logsEncodingsConv ++ (if (ansi) Nil else Seq("conv(s, 36, 10)", "conv(s, 36, -2)", "conv(s, 16, 10)"))
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("log1p(f64) > 1 AND base64(bin) <> '' AND NOT luhn_check(s) AND conv(s, 10, 16) <> '1'"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("base64 unchunked (spark.sql.chunkBase64String.enabled=false)") {
+    withSQLConf("spark.sql.chunkBase64String.enabled" -> "false") {
+      checkSparkAnswerAndNative(
+        data.selectExpr("id", "base64(concat(s, s, s)) AS a", "base64(bin) AS b"),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+  }
+
+  test("conv overflow under ANSI: ARITHMETIC_OVERFLOW") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      checkSparkErrorAndNative(data.selectExpr("conv(s, 36, 10) AS r"), Seq(cls[EmberProjectExec]))
+    }
+  }
+
   test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
     val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
     val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.ember.proto
@@ -106,6 +107,7 @@ object FunctionSerde {
       case n: NextDay => n.failOnError
       case m: MakeDate => m.failOnError
       case l: Elt => l.failOnError
+      case c: Conv => c.ansiEnabled
       case _ => false
     }
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
@@ -143,6 +145,7 @@ object FunctionSerde {
     classOf[Log] -> Fn("ln", "double (NULL at or below 0)", all),
     classOf[Log2] -> Fn("log2", "double (NULL at or below 0)", all),
     classOf[Log10] -> Fn("log10", "double (NULL at or below 0)", all),
+    classOf[Log1p] -> Fn("log1p", "double (NULL at or below -1)", all),
     classOf[Asin] -> Fn("asin", double, all),
     classOf[Acos] -> Fn("acos", double, all),
     classOf[Atan] -> Fn("atan", double, all),
@@ -151,6 +154,7 @@ object FunctionSerde {
     classOf[Tanh] -> Fn("tanh", double, all),
     classOf[Asinh] -> Fn("asinh", double, all),
     classOf[Acosh] -> Fn("acosh", double, all),
+    classOf[Atanh] -> Fn("atanh", double, all),
     classOf[ToDegrees] -> Fn("degrees", double, all),
     classOf[ToRadians] -> Fn("radians", double, all),
     classOf[Rint] -> Fn("rint", double, all),
@@ -198,8 +202,46 @@ object FunctionSerde {
     classOf[StringSpace] -> Fn("space", "int", all),
     classOf[Elt] -> Fn("elt", s"int, $stringTypes columns or literals", elt, failOnError),
     classOf[FindInSet] -> Fn("find_in_set", stringTypes, strings(2)),
-    classOf[Overlay] -> Fn("overlay", s"$stringTypes, string, int, int", strings(2))
+    classOf[Overlay] -> Fn("overlay", s"$stringTypes, string, int, int", strings(2)),
+    classOf[Conv] -> Fn("conv", s"$stringTypes, int, int", strings(1), failOnError)
   )
+
+  /** `base64(bin)` as Spark rewrites it: `Base64.encode(bin, chunkBase64)`, the flag a boolean literal. */
+  private def base64(e: Expression): Either[String, Seq[Expression]] = e.children match {
+    case Seq(bin, flag @ Literal(_: java.lang.Boolean, BooleanType))
+        if bin.dataType == BinaryType && binaryString(e.dataType) =>
+      Right(Seq(bin, flag))
+    case _ =>
+      Left(
+        s"base64 as ${e.dataType.simpleString} of ${e.children.map(_.dataType.simpleString).mkString(", ")}"
+      )
+  }
+
+  /**
+   * Functions Spark rewrites (`RuntimeReplaceable`) into a `StaticInvoke` of a Java method, keyed by the
+   * method's class and name; the value's first element is the rewritten function's class, for the docs.
+   */
+  private val staticInvokes: Map[(Class[_], String), (Class[_], Fn)] = Map(
+    (classOf[Base64], "encode") -> (classOf[Base64] -> Fn(
+      "base64",
+      "binary (Spark's StaticInvoke of Base64.encode, either spark.sql.chunkBase64String.enabled)",
+      base64
+    )),
+    (classOf[ExpressionImplUtils], "isLuhnNumber") -> (classOf[Luhncheck] -> Fn(
+      "luhn_check",
+      s"$stringTypes (Spark's StaticInvoke of ExpressionImplUtils.isLuhnNumber)",
+      strings(1)
+    ))
+  )
+
+  /** The function a `StaticInvoke` of one of [[staticInvokes]] computes. */
+  private def invoked(e: Expression): Option[Fn] = e match {
+    case s: StaticInvoke => staticInvokes.get((s.staticObject, s.functionName)).map(_._2)
+    case _ => None
+  }
+
+  /** Class names of the rewritten functions whose `StaticInvoke` this converter sends (docs/expressions.md). */
+  def nativeRewrites: Map[String, Fn] = staticInvokes.values.map { case (c, f) => c.getName -> f }.toMap
 
   private val rounding: Map[Class[_], Fn] = Map(
     classOf[Floor] -> Fn("floor", "double/bigint/decimal", all),
@@ -353,7 +395,7 @@ object FunctionSerde {
   /** Class names of the expressions this registry converts. */
   def nativeClasses: Map[String, Fn] = registry.map { case (c, f) => c.getName -> f }
 
-  def handles(e: Expression): Boolean = registry.contains(e.getClass)
+  def handles(e: Expression): Boolean = registry.contains(e.getClass) || invoked(e).isDefined
 
   /** `e` (one [[handles]]) as a `ScalarFunction`, its arguments converted by `arg`. */
   def convert(
@@ -362,7 +404,7 @@ object FunctionSerde {
       arg: Expression => Either[String, proto.Expr],
       typ: DataType => Either[String, proto.DataType]
   ): Either[String, proto.Expr] = {
-    val fn = registry(e.getClass)
+    val fn = registry.get(e.getClass).orElse(invoked(e)).get
     // A time-zone-aware expression carries the zone Spark resolved for it (the session's).
     val zone = e match {
       case t: TimeZoneAwareExpression => t.timeZoneId.getOrElse(tz)
