@@ -435,6 +435,15 @@ def function_builders(spark):
         "base64": lambda a, m, v: E.Base64(a[0], bool(v[1])).replacement(),
         "luhn_check": lambda a, m, v: E.Luhncheck(a[0]).replacement(),
         "conv": lambda a, m, v: E.Conv(a[0], a[1], a[2], m == spark.modes[1]),
+        # The StaticInvokes / Invokes Spark rewrites these to; url_decode's second argument is failOnError
+        # (true for url_decode, false for try_url_decode).
+        "url_encode": lambda a, m, v: E.UrlEncode(a[0]).replacement(),
+        "url_decode": lambda a, m, v: E.UrlDecode(a[0], bool(v[1])).replacement(),
+        "quote": lambda a, m, v: E.Quote(a[0]).replacement(),
+        "is_valid_utf8": lambda a, m, v: E.IsValidUTF8(a[0]).replacement(),
+        "make_valid_utf8": lambda a, m, v: E.MakeValidUTF8(a[0]).replacement(),
+        "validate_utf8": lambda a, m, v: E.ValidateUTF8(a[0]).replacement(),
+        "try_validate_utf8": lambda a, m, v: E.TryValidateUTF8(a[0]).replacement(),
     }
 
 

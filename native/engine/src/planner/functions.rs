@@ -17,6 +17,7 @@ use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
 use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
+use crate::expressions::functions::codec::{Quote, UrlDecode, UrlEncode, Utf8Op, Utf8Validity, CANNOT_DECODE_URL};
 use crate::expressions::functions::datetime::{
     DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
 };
@@ -173,6 +174,13 @@ pub const FUNCTIONS: &[&str] = &[
     "base64",
     "luhn_check",
     "conv",
+    "url_encode",
+    "url_decode",
+    "quote",
+    "is_valid_utf8",
+    "make_valid_utf8",
+    "validate_utf8",
+    "try_validate_utf8",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -657,6 +665,29 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([Utf8], Boolean) => Arc::new(LuhnCheck),
             _ => return Err(unsupported()),
         },
+        // Spark's StaticInvokes of UrlCodec.encode / decode(str, failOnError) and ExpressionImplUtils.quote.
+        "url_encode" => match sig {
+            ([Utf8], Utf8) => Arc::new(UrlEncode),
+            _ => return Err(unsupported()),
+        },
+        "url_decode" => match sig {
+            ([Utf8, Boolean], Utf8) => Arc::new(UrlDecode),
+            _ => return Err(unsupported()),
+        },
+        "quote" => match sig {
+            ([Utf8], Utf8) => Arc::new(Quote),
+            _ => return Err(unsupported()),
+        },
+        "is_valid_utf8" => match sig {
+            ([Utf8], Boolean) => Arc::new(Utf8Validity(Utf8Op::IsValid)),
+            _ => return Err(unsupported()),
+        },
+        "make_valid_utf8" | "validate_utf8" | "try_validate_utf8" => match sig {
+            ([Utf8], Utf8) => {
+                Arc::new(Utf8Validity(if name == "make_valid_utf8" { Utf8Op::MakeValid } else { Utf8Op::Validate }))
+            }
+            _ => return Err(unsupported()),
+        },
         "conv" => match sig {
             ([Utf8, Int32, Int32], Utf8) => {
                 if mode == Mode::Try {
@@ -672,6 +703,7 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
     // Error classes Spark raises from these functions without a query context.
     let without: &[&str] = match name {
         "bit_get" | "getbit" => &[BIT_POSITION_RANGE],
+        "url_decode" => &[CANNOT_DECODE_URL],
         _ => &[],
     };
     Ok(QueryContextExpr::wrap(e, f.query_context, without))

@@ -86,7 +86,7 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         "unix_seconds" | "unix_millis" | "unix_micros" | "unix_timestamp" | "to_unix_timestamp" => DataType::Int64,
         "add_months" | "next_day" | "make_date" => DataType::Date32,
         "months_between" => DataType::Float64,
-        "like" | "startswith" | "endswith" | "contains" | "isnan" | "luhn_check" => DataType::Boolean,
+        "like" | "startswith" | "endswith" | "contains" | "isnan" | "luhn_check" | "is_valid_utf8" => DataType::Boolean,
         "substring" | "chr" | "reverse" | "upper" | "lower" | "initcap" | "trim" | "ltrim" | "rtrim" | "lpad"
         | "rpad" | "replace" | "translate" | "concat" | "concat_ws" | "repeat" | "soundex" | "substring_index" => {
             DataType::Utf8
@@ -97,7 +97,8 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         | "radians" | "rint" | "atan2" | "power" | "hypot" | "log" => DataType::Float64,
         "floor" | "ceil" | "factorial" | "width_bucket" => DataType::Int64,
         "hex" | "bin" | "md5" | "sha1" | "sha2" | "dayname" | "monthname" | "space" | "elt" | "overlay" | "base64"
-        | "conv" => DataType::Utf8,
+        | "conv" | "url_encode" | "url_decode" | "quote" | "make_valid_utf8" | "validate_utf8"
+        | "try_validate_utf8" => DataType::Utf8,
         "unhex" | "unbase64" => DataType::Binary,
         "crc32" => DataType::Int64,
         "bit_get" | "getbit" => DataType::Int8,

@@ -196,7 +196,7 @@ const BMP_DIGIT_ZEROS: [u32; 37] = [
 ];
 
 /// The value of a character Java's `Character.isDigit(char)` accepts, `None` for any other.
-fn java_digit(c: char) -> Option<u32> {
+pub(crate) fn java_digit(c: char) -> Option<u32> {
     let c = c as u32;
     BMP_DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&c)).map(|z| c - z)
 }
