@@ -435,6 +435,47 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  // The StaticInvokes / Invokes Spark rewrites the URL codec, quote and UTF-8 functions to.
+  private val urlQuoteUtf8 = Seq(
+    "url_encode(s)",
+    "url_encode(concat(s, ' +/%'))",
+    "url_decode(s)",
+    "url_decode(url_encode(s))",
+    "url_decode(concat(s, '+%41%e2%82%ac%ED%A0%80'))",
+    "try_url_decode(concat(s, '%4'))",
+    "try_url_decode(s)",
+    "quote(s)",
+    "quote(concat('''', s, '\\\\'))",
+    "is_valid_utf8(s)",
+    "make_valid_utf8(s)",
+    "validate_utf8(s)",
+    "try_validate_utf8(s)"
+  )
+
+  test("url_encode / url_decode / try_url_decode, quote, UTF-8 checks, ANSI on and off") {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: urlQuoteUtf8.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("url_encode(s) <> s AND is_valid_utf8(s) AND quote(s) > '''s1'"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("url_decode of a malformed escape: CANNOT_DECODE_URL in every mode") {
+    for (ansi <- Seq("true", "false")) {
+      withSQLConf("spark.sql.ansi.enabled" -> ansi) {
+        checkSparkErrorAndNative(
+          data.selectExpr("url_decode(concat(s, '%zz')) AS r"),
+          Seq(cls[EmberProjectExec])
+        )
+      }
+    }
+  }
+
   test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
     val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
     val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
-import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke
+import org.apache.spark.sql.catalyst.expressions.objects.{Invoke, StaticInvoke}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.ember.proto
@@ -217,31 +217,88 @@ object FunctionSerde {
       )
   }
 
+  /** `url_decode(str)` as Spark rewrites it: `UrlCodec.decode(str, failOnError)`, the flag a boolean literal. */
+  private def urlDecode(e: Expression): Either[String, Seq[Expression]] = e.children match {
+    case Seq(str, flag @ Literal(_: java.lang.Boolean, BooleanType)) if binaryString(str.dataType) =>
+      Right(Seq(str, flag))
+    case _ => Left(s"url_decode of ${e.children.map(_.dataType.simpleString).mkString(", ")}")
+  }
+
+  /** One UTF8_BINARY string argument of a rewritten function (`name` for the reason). */
+  private def oneString(name: String)(e: Expression): Either[String, Seq[Expression]] =
+    if (e.children.size == 1 && binaryString(e.children.head.dataType)) Right(e.children)
+    else
+      Left(s"$name of ${e.children.map(_.dataType.simpleString).mkString(", ")} (only UTF8_BINARY strings)")
+
+  private def via(method: String) = s"Spark's StaticInvoke of $method"
+
   /**
    * Functions Spark rewrites (`RuntimeReplaceable`) into a `StaticInvoke` of a Java method, keyed by the
-   * method's class and name; the value's first element is the rewritten function's class, for the docs.
+   * method's class and name; the value's first element is the rewritten functions' classes, for the docs.
    */
-  private val staticInvokes: Map[(Class[_], String), (Class[_], Fn)] = Map(
-    (classOf[Base64], "encode") -> (classOf[Base64] -> Fn(
+  private val staticInvokes: Map[(Class[_], String), (Seq[Class[_]], Fn)] = Map(
+    (classOf[Base64], "encode") -> (Seq(classOf[Base64]) -> Fn(
       "base64",
-      "binary (Spark's StaticInvoke of Base64.encode, either spark.sql.chunkBase64String.enabled)",
+      s"binary (${via("Base64.encode")}, either spark.sql.chunkBase64String.enabled)",
       base64
     )),
-    (classOf[ExpressionImplUtils], "isLuhnNumber") -> (classOf[Luhncheck] -> Fn(
+    (classOf[ExpressionImplUtils], "isLuhnNumber") -> (Seq(classOf[Luhncheck]) -> Fn(
       "luhn_check",
-      s"$stringTypes (Spark's StaticInvoke of ExpressionImplUtils.isLuhnNumber)",
-      strings(1)
+      s"$stringTypes (${via("ExpressionImplUtils.isLuhnNumber")})",
+      oneString("luhn_check")
+    )),
+    (UrlCodec.getClass, "encode") -> (Seq(classOf[UrlEncode]) -> Fn(
+      "url_encode",
+      s"$stringTypes (${via("UrlCodec.encode")})",
+      oneString("url_encode")
+    )),
+    (UrlCodec.getClass, "decode") -> (Seq(classOf[UrlDecode], classOf[TryUrlDecode]) -> Fn(
+      "url_decode",
+      s"$stringTypes (${via("UrlCodec.decode")})",
+      urlDecode
+    )),
+    (classOf[ExpressionImplUtils], "quote") -> (Seq(classOf[Quote]) -> Fn(
+      "quote",
+      s"$stringTypes (${via("ExpressionImplUtils.quote")})",
+      oneString("quote")
+    )),
+    (classOf[ExpressionImplUtils], "validateUTF8String") -> (Seq(classOf[ValidateUTF8]) -> Fn(
+      "validate_utf8",
+      s"$stringTypes (${via("ExpressionImplUtils.validateUTF8String")}; strings are valid UTF-8 in Ember)",
+      oneString("validate_utf8")
+    )),
+    (classOf[ExpressionImplUtils], "tryValidateUTF8String") -> (Seq(classOf[TryValidateUTF8]) -> Fn(
+      "try_validate_utf8",
+      s"$stringTypes (${via("ExpressionImplUtils.tryValidateUTF8String")}; strings are valid UTF-8 in Ember)",
+      oneString("try_validate_utf8")
     ))
   )
 
-  /** The function a `StaticInvoke` of one of [[staticInvokes]] computes. */
+  /** Functions Spark rewrites into an `Invoke` of a `UTF8String` method without arguments, by method name. */
+  private val stringInvokes: Map[String, (Seq[Class[_]], Fn)] = Map(
+    "isValid" -> (Seq(classOf[IsValidUTF8]) -> Fn(
+      "is_valid_utf8",
+      s"$stringTypes (Spark's Invoke of UTF8String.isValid; strings are valid UTF-8 in Ember)",
+      oneString("is_valid_utf8")
+    )),
+    "makeValid" -> (Seq(classOf[MakeValidUTF8]) -> Fn(
+      "make_valid_utf8",
+      s"$stringTypes (Spark's Invoke of UTF8String.makeValid; strings are valid UTF-8 in Ember)",
+      oneString("make_valid_utf8")
+    ))
+  )
+
+  /** The function a `StaticInvoke` / `Invoke` of one of [[staticInvokes]] / [[stringInvokes]] computes. */
   private def invoked(e: Expression): Option[Fn] = e match {
     case s: StaticInvoke => staticInvokes.get((s.staticObject, s.functionName)).map(_._2)
+    case i: Invoke if i.arguments.isEmpty && i.targetObject.dataType.isInstanceOf[StringType] =>
+      stringInvokes.get(i.functionName).map(_._2)
     case _ => None
   }
 
-  /** Class names of the rewritten functions whose `StaticInvoke` this converter sends (docs/expressions.md). */
-  def nativeRewrites: Map[String, Fn] = staticInvokes.values.map { case (c, f) => c.getName -> f }.toMap
+  /** Class names of the rewritten functions whose `(Static)Invoke` this converter sends (docs/expressions.md). */
+  def nativeRewrites: Map[String, Fn] =
+    (staticInvokes.values ++ stringInvokes.values).flatMap { case (cs, f) => cs.map(_.getName -> f) }.toMap
 
   private val rounding: Map[Class[_], Fn] = Map(
     classOf[Floor] -> Fn("floor", "double/bigint/decimal", all),
