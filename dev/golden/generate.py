@@ -444,6 +444,12 @@ def function_builders(spark):
         "make_valid_utf8": lambda a, m, v: E.MakeValidUTF8(a[0]).replacement(),
         "validate_utf8": lambda a, m, v: E.ValidateUTF8(a[0]).replacement(),
         "try_validate_utf8": lambda a, m, v: E.TryValidateUTF8(a[0]).replacement(),
+        # encode / decode as their StaticInvokes: the charset a literal, then the legacyCharsets and
+        # legacyErrorAction flags (spark.sql.legacy.javaCharsets / codingErrorAction) as the table gives them.
+        "encode": lambda a, m, v: E.Encode(a[0], E.Literal(v[1], spark.type("string")), bool(v[2]),
+                                           bool(v[3])).replacement(),
+        "decode": lambda a, m, v: E.StringDecode(a[0], E.Literal(v[1], spark.type("string")), bool(v[2]),
+                                                 bool(v[3])).replacement(),
     }
 
 

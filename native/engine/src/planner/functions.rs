@@ -17,7 +17,9 @@ use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
 use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
-use crate::expressions::functions::codec::{Quote, UrlDecode, UrlEncode, Utf8Op, Utf8Validity, CANNOT_DECODE_URL};
+use crate::expressions::functions::codec::{
+    Charset, Decode, Encode, Quote, UrlDecode, UrlEncode, Utf8Op, Utf8Validity, CANNOT_DECODE_URL,
+};
 use crate::expressions::functions::datetime::{
     DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
 };
@@ -181,6 +183,8 @@ pub const FUNCTIONS: &[&str] = &[
     "make_valid_utf8",
     "validate_utf8",
     "try_validate_utf8",
+    "encode",
+    "decode",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -688,6 +692,31 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             }
             _ => return Err(unsupported()),
         },
+        // Spark's StaticInvokes of Encode.encode / StringDecode.decode(x, charset, legacyCharsets,
+        // legacyErrorAction): a literal charset Ember knows, Java's REPORT error action.
+        "encode" | "decode" => match sig {
+            ([Utf8 | Binary, Utf8, Boolean, Boolean], Utf8 | Binary) => {
+                let (charset_text, charset) = match string_literal(f, 1)? {
+                    Some(Some(t)) => {
+                        let c = Charset::by_name(&t);
+                        (t, c)
+                    }
+                    _ => return Err(plan_error(format!("{name} with a charset that is not a literal"))),
+                };
+                let Some(charset) = charset else {
+                    return Err(plan_error(format!("{name} to or from charset {charset_text}")));
+                };
+                if bool_literal(f, 3)? != Some(false) {
+                    return Err(plan_error(format!("{name} with spark.sql.legacy.codingErrorAction (REPLACE)")));
+                }
+                match (name, sig.0[0].clone(), sig.1.clone()) {
+                    ("encode", Utf8, Binary) => Arc::new(Encode { charset, charset_text }),
+                    ("decode", Binary, Utf8) => Arc::new(Decode { charset, charset_text }),
+                    _ => return Err(unsupported()),
+                }
+            }
+            _ => return Err(unsupported()),
+        },
         "conv" => match sig {
             ([Utf8, Int32, Int32], Utf8) => {
                 if mode == Mode::Try {
@@ -713,6 +742,17 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
 fn session_zone(f: &pb::ScalarFunction) -> Result<SessionZone> {
     SessionZone::parse(&f.timezone)
         .ok_or_else(|| plan_error(format!("{}: time zone '{}' is not known natively", f.name, f.timezone)))
+}
+
+/// Argument `i` when it is a boolean literal (`None` for NULL or not a literal).
+fn bool_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<bool>> {
+    match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            datafusion_common::ScalarValue::Boolean(v) => Ok(v),
+            _ => Ok(None),
+        },
+        _ => Ok(None),
+    }
 }
 
 /// Argument `i` when it is a string literal (`Some(None)` for NULL); `None` when it is not a literal.

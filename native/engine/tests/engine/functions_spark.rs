@@ -98,8 +98,8 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         "floor" | "ceil" | "factorial" | "width_bucket" => DataType::Int64,
         "hex" | "bin" | "md5" | "sha1" | "sha2" | "dayname" | "monthname" | "space" | "elt" | "overlay" | "base64"
         | "conv" | "url_encode" | "url_decode" | "quote" | "make_valid_utf8" | "validate_utf8"
-        | "try_validate_utf8" => DataType::Utf8,
-        "unhex" | "unbase64" => DataType::Binary,
+        | "try_validate_utf8" | "decode" => DataType::Utf8,
+        "unhex" | "unbase64" | "encode" => DataType::Binary,
         "crc32" => DataType::Int64,
         "bit_get" | "getbit" => DataType::Int8,
         "date_from_unix_date" => DataType::Date32,
@@ -209,6 +209,16 @@ fn int_literal(text: &str) -> pb::Expr {
             r#type: Some(pb_type(&DataType::Int32)),
             is_null: null,
             value: if null { None } else { Some(pb::literal::Value::LongValue(text.parse().unwrap())) },
+        })),
+    }
+}
+
+fn bool_literal(text: &str) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Boolean)),
+            is_null: false,
+            value: Some(pb::literal::Value::BoolValue(text == "true")),
         })),
     }
 }
@@ -324,6 +334,9 @@ fn functions_match_spark() {
                 "from_utc_timestamp" | "to_utc_timestamp" | "next_day" if i == 1 => string_literal(texts[i]),
                 // Spark requires round's scale to be foldable: the JVM side sends it as a literal.
                 "round" | "bround" if i == 1 => int_literal(texts[i]),
+                // encode / decode: the charset and the two legacy flags are literals in Spark's StaticInvoke.
+                "encode" | "decode" if i == 1 => string_literal(texts[i]),
+                "encode" | "decode" if i > 1 => bool_literal(texts[i]),
                 _ => col(i as u32, t),
             })
             .collect();

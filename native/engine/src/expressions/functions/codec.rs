@@ -1,4 +1,5 @@
-//! Spark's `url_encode`, `url_decode` / `try_url_decode`, `quote` and the UTF-8 validity functions
+//! Spark's `url_encode`, `url_decode` / `try_url_decode`, `quote`, `encode` / `decode` (UTF-8, ISO-8859-1,
+//! US-ASCII, Java's REPORT error action: `MALFORMED_CHARACTER_CODING`) and the UTF-8 validity functions
 //! (`is_valid_utf8`, `make_valid_utf8`, `validate_utf8`, `try_validate_utf8`), which Spark rewrites into
 //! `StaticInvoke`s / `Invoke`s of Java methods before planning. Ember's own kernels: DataFusion has none of
 //! them with Java's rules — `URLEncoder`'s set of unescaped characters and `+` for a space, `URLDecoder`'s
@@ -240,6 +241,111 @@ impl Kernel for Utf8Validity {
             Utf8Op::IsValid => Arc::new(a.iter().map(|v| v.map(|_| true)).collect::<BooleanArray>()),
             Utf8Op::MakeValid | Utf8Op::Validate => Arc::clone(&args[0]),
         })
+    }
+}
+
+/// A charset `encode` / `decode` run natively: the three single-byte-or-UTF-8 ones of Spark's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charset {
+    Utf8,
+    Latin1,
+    Ascii,
+}
+
+impl Charset {
+    /// By Spark's (case-insensitive) name; other charsets stay in Spark.
+    pub fn by_name(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "utf-8" => Charset::Utf8,
+            "iso-8859-1" => Charset::Latin1,
+            "us-ascii" => Charset::Ascii,
+            _ => return None,
+        })
+    }
+}
+
+/// Spark's `MALFORMED_CHARACTER_CODING` (`encode` / `decode` with Java's REPORT coding error action).
+fn malformed_coding(function: &str, charset: &str) -> datafusion_common::DataFusionError {
+    SparkError::new(
+        SparkExceptionKind::Runtime,
+        "MALFORMED_CHARACTER_CODING",
+        &[("function", format!("`{function}`")), ("charset", charset.to_string())],
+    )
+    .into_datafusion()
+}
+
+/// `encode(str, charset)`: Spark's `StaticInvoke` of `Encode.encode` with the REPORT error action (not
+/// `spark.sql.legacy.codingErrorAction`): a character the charset cannot hold is `MALFORMED_CHARACTER_CODING`.
+/// `charset_text` is the literal as written, which the error carries.
+#[derive(Debug)]
+pub struct Encode {
+    pub charset: Charset,
+    pub charset_text: String,
+}
+
+impl Kernel for Encode {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let a = string_arg(&args[0], "encode")?;
+        let mut out = arrow::array::BinaryBuilder::with_capacity(a.len(), a.value_data().len());
+        for v in a.iter() {
+            let Some(v) = v else {
+                out.append_null();
+                continue;
+            };
+            let limit = match self.charset {
+                Charset::Utf8 => {
+                    out.append_value(v.as_bytes());
+                    continue;
+                }
+                Charset::Latin1 => 0xFF,
+                Charset::Ascii => 0x7F,
+            };
+            let mut bytes = Vec::with_capacity(v.len());
+            for c in v.chars() {
+                if c as u32 > limit {
+                    return Err(malformed_coding("encode", &self.charset_text));
+                }
+                bytes.push(c as u8);
+            }
+            out.append_value(&bytes);
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}
+
+/// `decode(bin, charset)`: Spark's `StaticInvoke` of `StringDecode.decode` with the REPORT error action:
+/// bytes that are not valid in the charset (any byte above 0x7F in US-ASCII, malformed UTF-8) are
+/// `MALFORMED_CHARACTER_CODING`; ISO-8859-1 maps every byte to its code point.
+#[derive(Debug)]
+pub struct Decode {
+    pub charset: Charset,
+    pub charset_text: String,
+}
+
+impl Kernel for Decode {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let DataType::Binary = args[0].data_type() else {
+            return internal_err!("decode of {}", args[0].data_type());
+        };
+        let a = args[0].as_binary::<i32>();
+        let mut out = StringBuilder::with_capacity(a.len(), a.value_data().len());
+        for v in a.iter() {
+            let Some(v) = v else {
+                out.append_null();
+                continue;
+            };
+            match self.charset {
+                Charset::Utf8 | Charset::Ascii => {
+                    let text = std::str::from_utf8(v).ok().filter(|t| self.charset == Charset::Utf8 || t.is_ascii());
+                    match text {
+                        Some(t) => out.append_value(t),
+                        None => return Err(malformed_coding("decode", &self.charset_text)),
+                    }
+                }
+                Charset::Latin1 => out.append_value(v.iter().map(|&b| b as char).collect::<String>()),
+            }
+        }
+        Ok(Arc::new(out.finish()))
     }
 }
 
