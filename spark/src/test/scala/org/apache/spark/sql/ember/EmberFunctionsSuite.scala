@@ -476,6 +476,38 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test(
+    "encode / decode with UTF-8, ISO-8859-1, US-ASCII; MALFORMED_CHARACTER_CODING; other charsets fall back"
+  ) {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(
+        data
+          .selectExpr(
+            "id",
+            "encode(s, 'utf-8') AS a",
+            "encode(s, 'UTF-8') AS b",
+            "decode(encode(s, 'UTF-8'), 'utf-8') AS c",
+            "decode(bin, 'ISO-8859-1') AS d",
+            "encode(decode(bin, 'iso-8859-1'), 'ISO-8859-1') AS e",
+            "decode(encode(substr(s, 1, 1), 'iso-8859-1'), 'iso-8859-1') AS f"
+          ),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+    for (ansi <- Seq("true", "false")) {
+      withSQLConf("spark.sql.ansi.enabled" -> ansi) {
+        checkSparkErrorAndNative(data.selectExpr("encode(s, 'US-ASCII') AS r"), Seq(cls[EmberProjectExec]))
+        checkSparkErrorAndNative(data.selectExpr("decode(bin, 'UTF-8') AS r"), Seq(cls[EmberProjectExec]))
+      }
+    }
+    val query = () => data.selectExpr("id", "encode(s, 'UTF-16') AS r")
+    checkSparkAnswerAndNative(query(), Nil)
+    withEmber(enabled = true) {
+      val reasons = EmberExplainInfo.fallbackLines(query().queryExecution.executedPlan)
+      assert(reasons.exists(_.contains("UTF-16")), reasons)
+    }
+  }
+
   test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
     val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
     val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))

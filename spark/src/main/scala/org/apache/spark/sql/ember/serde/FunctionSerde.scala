@@ -224,6 +224,23 @@ object FunctionSerde {
     case _ => Left(s"url_decode of ${e.children.map(_.dataType.simpleString).mkString(", ")}")
   }
 
+  /**
+   * `encode(str, charset)` / `decode(bin, charset)` as Spark rewrites them: `(str | bin, charset, legacyCharsets,
+   * legacyErrorAction)`, the last three literals; which charsets and error action run natively is the engine's
+   * call.
+   */
+  private def charsetCoding(name: String, input: DataType => Boolean)(
+      e: Expression
+  ): Either[String, Seq[Expression]] =
+    e.children match {
+      case Seq(x, cs @ Literal(_, _: StringType), a @ Literal(_, BooleanType), b @ Literal(_, BooleanType))
+          if input(x.dataType) && (e.dataType == BinaryType || binaryString(e.dataType)) =>
+        Right(Seq(x, cs, a, b))
+      case Seq(_, Literal(_, _: StringType), _, _) =>
+        Left(s"$name of ${e.children.head.dataType.simpleString} as ${e.dataType.simpleString}")
+      case _ => Left(s"$name with a charset that is not a literal")
+    }
+
   /** One UTF8_BINARY string argument of a rewritten function (`name` for the reason). */
   private def oneString(name: String)(e: Expression): Either[String, Seq[Expression]] =
     if (e.children.size == 1 && binaryString(e.children.head.dataType)) Right(e.children)
@@ -256,6 +273,18 @@ object FunctionSerde {
       "url_decode",
       s"$stringTypes (${via("UrlCodec.decode")})",
       urlDecode
+    )),
+    (classOf[Encode], "encode") -> (Seq(classOf[Encode]) -> Fn(
+      "encode",
+      s"$stringTypes, literal charset UTF-8/ISO-8859-1/US-ASCII, not spark.sql.legacy.codingErrorAction " +
+        s"(${via("Encode.encode")})",
+      charsetCoding("encode", binaryString)
+    )),
+    (classOf[StringDecode], "decode") -> (Seq(classOf[Decode], classOf[StringDecode]) -> Fn(
+      "decode",
+      "binary, literal charset UTF-8/ISO-8859-1/US-ASCII, not spark.sql.legacy.codingErrorAction " +
+        s"(${via("StringDecode.decode")}; with more arguments Spark rewrites it to CASE WHEN)",
+      charsetCoding("decode", _ == BinaryType)
     )),
     (classOf[ExpressionImplUtils], "quote") -> (Seq(classOf[Quote]) -> Fn(
       "quote",
