@@ -430,6 +430,26 @@ def function_builders(spark):
         "elt": lambda a, m, v: E.Elt(spark.seq(*a), m == spark.modes[1]),
         "find_in_set": lambda a, m, v: E.FindInSet(a[0], a[1]),
         "overlay": lambda a, m, v: E.Overlay(a[0], a[1], a[2], a[3]),
+        # base64 and luhn_check as the StaticInvoke Spark rewrites them to (what reaches Ember); base64's second
+        # argument is spark.sql.chunkBase64String.enabled, a literal flag in that StaticInvoke.
+        "base64": lambda a, m, v: E.Base64(a[0], bool(v[1])).replacement(),
+        "luhn_check": lambda a, m, v: E.Luhncheck(a[0]).replacement(),
+        "conv": lambda a, m, v: E.Conv(a[0], a[1], a[2], m == spark.modes[1]),
+        # The StaticInvokes / Invokes Spark rewrites these to; url_decode's second argument is failOnError
+        # (true for url_decode, false for try_url_decode).
+        "url_encode": lambda a, m, v: E.UrlEncode(a[0]).replacement(),
+        "url_decode": lambda a, m, v: E.UrlDecode(a[0], bool(v[1])).replacement(),
+        "quote": lambda a, m, v: E.Quote(a[0]).replacement(),
+        "is_valid_utf8": lambda a, m, v: E.IsValidUTF8(a[0]).replacement(),
+        "make_valid_utf8": lambda a, m, v: E.MakeValidUTF8(a[0]).replacement(),
+        "validate_utf8": lambda a, m, v: E.ValidateUTF8(a[0]).replacement(),
+        "try_validate_utf8": lambda a, m, v: E.TryValidateUTF8(a[0]).replacement(),
+        # encode / decode as their StaticInvokes: the charset a literal, then the legacyCharsets and
+        # legacyErrorAction flags (spark.sql.legacy.javaCharsets / codingErrorAction) as the table gives them.
+        "encode": lambda a, m, v: E.Encode(a[0], E.Literal(v[1], spark.type("string")), bool(v[2]),
+                                           bool(v[3])).replacement(),
+        "decode": lambda a, m, v: E.StringDecode(a[0], E.Literal(v[1], spark.type("string")), bool(v[2]),
+                                                 bool(v[3])).replacement(),
     }
 
 

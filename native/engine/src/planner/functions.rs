@@ -15,14 +15,17 @@ use super::expr::{create_expr, eval_mode, jdk_feature, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
-use crate::expressions::functions::binary::{Md5, UnBase64};
+use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
+use crate::expressions::functions::codec::{
+    Charset, Decode, Encode, Quote, UrlDecode, UrlEncode, Utf8Op, Utf8Validity, CANNOT_DECODE_URL,
+};
 use crate::expressions::functions::datetime::{
     DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
 };
 use crate::expressions::functions::math::{
-    Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, DoubleFn, Extremum, IsNaN, NaNvl, Pmod, Shift,
-    ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
+    Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, Conv, DoubleFn, Extremum, IsNaN, NaNvl, Pmod,
+    Shift, ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
 };
 use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
 use crate::expressions::functions::string_edit::{
@@ -126,6 +129,7 @@ pub const FUNCTIONS: &[&str] = &[
     "ln",
     "log2",
     "log10",
+    "log1p",
     "asin",
     "acos",
     "atan",
@@ -134,6 +138,7 @@ pub const FUNCTIONS: &[&str] = &[
     "tanh",
     "asinh",
     "acosh",
+    "atanh",
     "degrees",
     "radians",
     "rint",
@@ -168,6 +173,18 @@ pub const FUNCTIONS: &[&str] = &[
     "elt",
     "find_in_set",
     "overlay",
+    "base64",
+    "luhn_check",
+    "conv",
+    "url_encode",
+    "url_decode",
+    "quote",
+    "is_valid_utf8",
+    "make_valid_utf8",
+    "validate_utf8",
+    "try_validate_utf8",
+    "encode",
+    "decode",
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
@@ -642,12 +659,80 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             ([Utf8, Utf8, Int32, Int32], Utf8) => Arc::new(Overlay),
             _ => return Err(unsupported()),
         },
+        // Spark's StaticInvoke of Base64.encode(bytes, chunkBase64), the flag as the second argument.
+        "base64" => match sig {
+            ([Binary, Boolean], Utf8) => Arc::new(Base64),
+            _ => return Err(unsupported()),
+        },
+        // Spark's StaticInvoke of ExpressionImplUtils.isLuhnNumber.
+        "luhn_check" => match sig {
+            ([Utf8], Boolean) => Arc::new(LuhnCheck),
+            _ => return Err(unsupported()),
+        },
+        // Spark's StaticInvokes of UrlCodec.encode / decode(str, failOnError) and ExpressionImplUtils.quote.
+        "url_encode" => match sig {
+            ([Utf8], Utf8) => Arc::new(UrlEncode),
+            _ => return Err(unsupported()),
+        },
+        "url_decode" => match sig {
+            ([Utf8, Boolean], Utf8) => Arc::new(UrlDecode),
+            _ => return Err(unsupported()),
+        },
+        "quote" => match sig {
+            ([Utf8], Utf8) => Arc::new(Quote),
+            _ => return Err(unsupported()),
+        },
+        "is_valid_utf8" => match sig {
+            ([Utf8], Boolean) => Arc::new(Utf8Validity(Utf8Op::IsValid)),
+            _ => return Err(unsupported()),
+        },
+        "make_valid_utf8" | "validate_utf8" | "try_validate_utf8" => match sig {
+            ([Utf8], Utf8) => {
+                Arc::new(Utf8Validity(if name == "make_valid_utf8" { Utf8Op::MakeValid } else { Utf8Op::Validate }))
+            }
+            _ => return Err(unsupported()),
+        },
+        // Spark's StaticInvokes of Encode.encode / StringDecode.decode(x, charset, legacyCharsets,
+        // legacyErrorAction): a literal charset Ember knows, Java's REPORT error action.
+        "encode" | "decode" => match sig {
+            ([Utf8 | Binary, Utf8, Boolean, Boolean], Utf8 | Binary) => {
+                let (charset_text, charset) = match string_literal(f, 1)? {
+                    Some(Some(t)) => {
+                        let c = Charset::by_name(&t);
+                        (t, c)
+                    }
+                    _ => return Err(plan_error(format!("{name} with a charset that is not a literal"))),
+                };
+                let Some(charset) = charset else {
+                    return Err(plan_error(format!("{name} to or from charset {charset_text}")));
+                };
+                if bool_literal(f, 3)? != Some(false) {
+                    return Err(plan_error(format!("{name} with spark.sql.legacy.codingErrorAction (REPLACE)")));
+                }
+                match (name, sig.0[0].clone(), sig.1.clone()) {
+                    ("encode", Utf8, Binary) => Arc::new(Encode { charset, charset_text }),
+                    ("decode", Binary, Utf8) => Arc::new(Decode { charset, charset_text }),
+                    _ => return Err(unsupported()),
+                }
+            }
+            _ => return Err(unsupported()),
+        },
+        "conv" => match sig {
+            ([Utf8, Int32, Int32], Utf8) => {
+                if mode == Mode::Try {
+                    return Err(plan_error("conv has no TRY mode"));
+                }
+                Arc::new(Conv { ansi: mode == Mode::Ansi })
+            }
+            _ => return Err(unsupported()),
+        },
         _ => return Err(plan_error(format!("function {name} is not supported natively"))),
     };
     let e: PhysicalExprRef = Arc::new(FunctionExpr::new(name, args, return_type, kernel));
     // Error classes Spark raises from these functions without a query context.
     let without: &[&str] = match name {
         "bit_get" | "getbit" => &[BIT_POSITION_RANGE],
+        "url_decode" => &[CANNOT_DECODE_URL],
         _ => &[],
     };
     Ok(QueryContextExpr::wrap(e, f.query_context, without))
@@ -657,6 +742,17 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
 fn session_zone(f: &pb::ScalarFunction) -> Result<SessionZone> {
     SessionZone::parse(&f.timezone)
         .ok_or_else(|| plan_error(format!("{}: time zone '{}' is not known natively", f.name, f.timezone)))
+}
+
+/// Argument `i` when it is a boolean literal (`None` for NULL or not a literal).
+fn bool_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<bool>> {
+    match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            datafusion_common::ScalarValue::Boolean(v) => Ok(v),
+            _ => Ok(None),
+        },
+        _ => Ok(None),
+    }
 }
 
 /// Argument `i` when it is a string literal (`Some(None)` for NULL); `None` when it is not a literal.

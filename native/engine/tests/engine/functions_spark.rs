@@ -86,7 +86,7 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         "unix_seconds" | "unix_millis" | "unix_micros" | "unix_timestamp" | "to_unix_timestamp" => DataType::Int64,
         "add_months" | "next_day" | "make_date" => DataType::Date32,
         "months_between" => DataType::Float64,
-        "like" | "startswith" | "endswith" | "contains" | "isnan" => DataType::Boolean,
+        "like" | "startswith" | "endswith" | "contains" | "isnan" | "luhn_check" | "is_valid_utf8" => DataType::Boolean,
         "substring" | "chr" | "reverse" | "upper" | "lower" | "initcap" | "trim" | "ltrim" | "rtrim" | "lpad"
         | "rpad" | "replace" | "translate" | "concat" | "concat_ws" | "repeat" | "soundex" | "substring_index" => {
             DataType::Utf8
@@ -96,10 +96,10 @@ fn return_type(name: &str, args: &[DataType], texts: &[&str], zone: &str) -> Dat
         | "cot" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "degrees"
         | "radians" | "rint" | "atan2" | "power" | "hypot" | "log" => DataType::Float64,
         "floor" | "ceil" | "factorial" | "width_bucket" => DataType::Int64,
-        "hex" | "bin" | "md5" | "sha1" | "sha2" | "dayname" | "monthname" | "space" | "elt" | "overlay" => {
-            DataType::Utf8
-        }
-        "unhex" | "unbase64" => DataType::Binary,
+        "hex" | "bin" | "md5" | "sha1" | "sha2" | "dayname" | "monthname" | "space" | "elt" | "overlay" | "base64"
+        | "conv" | "url_encode" | "url_decode" | "quote" | "make_valid_utf8" | "validate_utf8"
+        | "try_validate_utf8" | "decode" => DataType::Utf8,
+        "unhex" | "unbase64" | "encode" => DataType::Binary,
         "crc32" => DataType::Int64,
         "bit_get" | "getbit" => DataType::Int8,
         "date_from_unix_date" => DataType::Date32,
@@ -209,6 +209,16 @@ fn int_literal(text: &str) -> pb::Expr {
             r#type: Some(pb_type(&DataType::Int32)),
             is_null: null,
             value: if null { None } else { Some(pb::literal::Value::LongValue(text.parse().unwrap())) },
+        })),
+    }
+}
+
+fn bool_literal(text: &str) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Boolean)),
+            is_null: false,
+            value: Some(pb::literal::Value::BoolValue(text == "true")),
         })),
     }
 }
@@ -324,6 +334,9 @@ fn functions_match_spark() {
                 "from_utc_timestamp" | "to_utc_timestamp" | "next_day" if i == 1 => string_literal(texts[i]),
                 // Spark requires round's scale to be foldable: the JVM side sends it as a literal.
                 "round" | "bround" if i == 1 => int_literal(texts[i]),
+                // encode / decode: the charset and the two legacy flags are literals in Spark's StaticInvoke.
+                "encode" | "decode" if i == 1 => string_literal(texts[i]),
+                "encode" | "decode" if i > 1 => bool_literal(texts[i]),
                 _ => col(i as u32, t),
             })
             .collect();

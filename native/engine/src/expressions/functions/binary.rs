@@ -1,10 +1,13 @@
-//! Spark's `md5` and `unbase64`: Ember's own kernels.
+//! Spark's `md5`, `base64`, `unbase64` and `luhn_check`: Ember's own kernels.
 //!
 //! Why not DataFusion's: `md5` lives in `datafusion-functions`' crypto feature, which Ember does not build (its
 //! other digests come from `datafusion-spark`, see `planner/functions.rs`), so the digest is RustCrypto's `md-5`
 //! and only Spark's lower-case hex rendering is Ember's; the golden table proves the pair. `datafusion-spark`'s `unbase64` decodes strictly; Spark decodes with
 //! `java.util.Base64.getMimeDecoder()`, which skips characters outside the alphabet and has its own rules for
-//! padding, reproduced in [`mime_decode`].
+//! padding, reproduced in [`mime_decode`]. `base64` encodes with Java's MIME encoder when
+//! `spark.sql.chunkBase64String.enabled` (lines of 76 characters joined by CRLF), which `datafusion-spark` does
+//! not do. `luhn_check` reads digits as `Character.isDigit` does (every Unicode decimal digit of the BMP), which a
+//! Rust ASCII check would not.
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, StringBuilder};
@@ -136,6 +139,98 @@ impl Kernel for UnBase64 {
     }
 }
 
+const BASE64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `java.util.Base64`'s encoding with `=` padding: `chunked` is `getMimeEncoder()` (a CRLF after every 76
+/// characters, none at the end), otherwise `getMimeEncoder(-1, [])`, which is the plain RFC 4648 encoder.
+pub fn base64_encode(data: &[u8], chunked: bool, out: &mut String) {
+    const LINE: usize = 76;
+    let mut written = 0usize;
+    for chunk in data.chunks(3) {
+        if chunked && written > 0 && written.is_multiple_of(LINE) {
+            out.push_str("\r\n");
+        }
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            out.push(if i <= chunk.len() { BASE64_ALPHABET[((n >> shift) & 63) as usize] as char } else { '=' });
+        }
+        written += 4;
+    }
+}
+
+/// `base64(bin)`: Spark's `Base64.encode(bytes, chunkBase64)` (the `StaticInvoke` Spark rewrites `base64` to);
+/// the second argument is that literal flag.
+#[derive(Debug)]
+pub struct Base64;
+
+impl Kernel for Base64 {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (DataType::Binary, DataType::Boolean) = (args[0].data_type(), args[1].data_type()) else {
+            return internal_err!("base64 of {}, {}", args[0].data_type(), args[1].data_type());
+        };
+        let (a, chunked) = (args[0].as_binary::<i32>(), args[1].as_boolean());
+        let mut out = StringBuilder::with_capacity(a.len(), a.value_data().len() * 4 / 3 + a.len() * 4);
+        let mut text = String::new();
+        for i in 0..a.len() {
+            // Spark's StaticInvoke is null-propagating: NULL for a NULL binary (the flag is a non-null literal).
+            if a.is_null(i) || chunked.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            text.clear();
+            base64_encode(a.value(i), chunked.value(i), &mut text);
+            out.append_value(&text);
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}
+
+/// The first code point of each run of ten Unicode decimal digits (general category Nd) in the BMP, 0 to 9 in
+/// order: what `Character.isDigit(char)` accepts and `Character.getNumericValue` reads (Unicode 13 to 15 agree on
+/// these; characters beyond the BMP reach Java as surrogates, which are not digits).
+const BMP_DIGIT_ZEROS: [u32; 37] = [
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6,
+    0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+];
+
+/// The value of a character Java's `Character.isDigit(char)` accepts, `None` for any other.
+pub(crate) fn java_digit(c: char) -> Option<u32> {
+    let c = c as u32;
+    BMP_DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&c)).map(|z| c - z)
+}
+
+/// `ExpressionImplUtils.isLuhnNumber`: false for an empty string or any non-digit, else the Luhn checksum test
+/// over the digits from the right.
+pub fn is_luhn_number(s: &str) -> bool {
+    if s.is_empty() {
+        return false;
+    }
+    let mut sum = 0u32;
+    for (i, c) in s.chars().rev().enumerate() {
+        let Some(d) = java_digit(c) else { return false };
+        let d = if i % 2 == 1 { d * 2 } else { d };
+        sum += d % 10 + d / 10;
+    }
+    sum.is_multiple_of(10)
+}
+
+/// `luhn_check(str)`: Spark rewrites it to a `StaticInvoke` of `ExpressionImplUtils.isLuhnNumber`.
+#[derive(Debug)]
+pub struct LuhnCheck;
+
+impl Kernel for LuhnCheck {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let DataType::Utf8 = args[0].data_type() else {
+            return internal_err!("luhn_check of {}", args[0].data_type());
+        };
+        let out: arrow::array::BooleanArray =
+            args[0].as_string::<i32>().iter().map(|v| v.map(is_luhn_number)).collect();
+        Ok(Arc::new(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +248,33 @@ mod tests {
         assert!(decode("Q").is_none());
         assert!(decode("QUJDRA=").is_none());
         assert!(decode("QUJDRA==QQ").is_none());
+    }
+
+    #[test]
+    fn base64_chunks_as_javas_mime_encoder() {
+        let enc = |d: &[u8], chunked| {
+            let mut s = String::new();
+            base64_encode(d, chunked, &mut s);
+            s
+        };
+        assert_eq!(enc(b"Spark SQL", true), "U3BhcmsgU1FM");
+        assert_eq!(enc(b"ab", false), "YWI=");
+        assert_eq!(enc(&[0u8; 57], true).len(), 76);
+        let long = enc(&[0xffu8; 58], true);
+        assert_eq!(&long[76..78], "\r\n");
+        assert_eq!(long.len(), 76 + 2 + 4);
+        assert!(!enc(&[0xffu8; 58], false).contains('\r'));
+    }
+
+    #[test]
+    fn luhn_reads_unicode_digits() {
+        assert!(is_luhn_number("79927398713"));
+        assert!(!is_luhn_number("79927398710"));
+        assert!(is_luhn_number(
+            "\u{0667}\u{0669}\u{0669}\u{0662}\u{0667}\u{0663}\u{0669}\u{0668}\u{0667}\u{0661}\u{0663}"
+        ));
+        assert!(!is_luhn_number(""));
+        assert!(!is_luhn_number("1 2"));
     }
 
     #[test]

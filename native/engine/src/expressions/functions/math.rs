@@ -392,12 +392,12 @@ impl Kernel for Abs {
 
 /// DOUBLE → DOUBLE functions Spark computes with `java.lang.StrictMath` (or `Math`, which delegates to it on
 /// JDK 17–21), bit for bit: fdlibm's algorithms, from the `libm` crate where its function is fdlibm's
-/// (`exp`, `expm1`, `asin`, `acos`, `atan`; its `log1p` differs, so `log1p` and `atanh` fall back) and from
-/// [`super::fdlibm`] where musl changed it. Rust's
+/// (`exp`, `expm1`, `asin`, `acos`, `atan`) and from [`super::fdlibm`] where musl changed it (`log1p`, which
+/// `atanh` uses too). Rust's
 /// `f64` methods are not used: they call the platform's libm, whose last bit differs from Java's for some
 /// inputs (glibc's `exp(1.0)` is 2.718281828459045, `StrictMath.exp(1.0)` 2.7182818284590455). `sin`, `cos`,
 /// `tan` and `cot` are not here: Java computes them with `Math`'s JIT intrinsics, which are not fdlibm.
-/// The logarithms give NULL at or below 0, as Spark does.
+/// The logarithms give NULL at or below 0 (`log1p` at or below -1), as Spark does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transcendental {
     Cbrt,
@@ -406,6 +406,7 @@ pub enum Transcendental {
     Ln,
     Log2,
     Log10,
+    Log1p,
     Asin,
     Acos,
     Atan,
@@ -414,6 +415,7 @@ pub enum Transcendental {
     Tanh,
     Asinh,
     Acosh,
+    Atanh,
     Degrees,
     Radians,
 }
@@ -428,6 +430,7 @@ impl Transcendental {
             "ln" => Ln,
             "log2" => Log2,
             "log10" => Log10,
+            "log1p" => Log1p,
             "asin" => Asin,
             "acos" => Acos,
             "atan" => Atan,
@@ -436,6 +439,7 @@ impl Transcendental {
             "tanh" => Tanh,
             "asinh" => Asinh,
             "acosh" => Acosh,
+            "atanh" => Atanh,
             "degrees" => Degrees,
             "radians" => Radians,
             _ => return None,
@@ -459,6 +463,9 @@ impl Transcendental {
             Log2 => fdlibm::log(x) / fdlibm::log(2.0),
             Log10 if x <= 0.0 => return None,
             Log10 => fdlibm::log10(x),
+            // Spark's Log1p: NULL at or below -1 (its asymptote), NaN stays NaN.
+            Log1p if x <= -1.0 => return None,
+            Log1p => fdlibm::log1p(x),
             Asin => libm::asin(x),
             Acos => libm::acos(x),
             Atan => libm::atan(x),
@@ -470,6 +477,8 @@ impl Transcendental {
             Acosh if x >= SQRT_MAX => fdlibm::log(2.0) + fdlibm::log(x),
             Acosh if x < 1.0 => f64::NAN,
             Acosh => fdlibm::log(x + (x * x - 1.0).sqrt()),
+            // Spark (SPARK-28519): 0.5 * (StrictMath.log1p(x) - StrictMath.log1p(-x)), never NULL.
+            Atanh => 0.5 * (fdlibm::log1p(x) - fdlibm::log1p(-x)),
             // Math.toDegrees / toRadians: one multiplication by Java's constant.
             Degrees => x * 57.29577951308232,
             Radians => x * 0.017453292519943295,
@@ -644,5 +653,101 @@ where
 impl Kernel for BitGet {
     fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
         int_dispatch!(args[0].data_type(), bit_get, &args[0], &args[1], &self.name)
+    }
+}
+
+/// `conv(num, from_base, to_base)`: Spark's `NumberConverter.convert` over the string with its ASCII spaces
+/// trimmed. Ember's own kernel (DataFusion has no `conv`): the digits go through an unsigned 64-bit value; a
+/// leading `-` negates it, reading stops at the first character that is not a digit of `from_base`, a base
+/// outside 2..36 (`|to_base|` for the target) gives NULL, as does an empty string. A negative `to_base` prints a
+/// signed value. Overflow of the unsigned value gives `18446744073709551615` (Spark's -1) or, under ANSI,
+/// `ARITHMETIC_OVERFLOW` "Overflow in function conv()".
+#[derive(Debug)]
+pub struct Conv {
+    pub ansi: bool,
+}
+
+/// `Character.digit(b, radix)` of a byte as Spark passes it (sign-extended: no byte above 0x7F is a digit).
+fn conv_digit(b: u8, radix: u32) -> Option<u64> {
+    (b as char).to_digit(radix).filter(|_| b < 0x80).map(u64::from)
+}
+
+/// The converted text, `None` for NULL; an overflow under ANSI is Spark's `ARITHMETIC_OVERFLOW`.
+pub fn conv(num: &[u8], from: i32, to: i32, ansi: bool) -> Result<Option<String>> {
+    // Java's Math.abs(Int.MinValue) stays negative, below MIN_RADIX: wrapping_abs keeps that.
+    let to_abs = to.wrapping_abs();
+    if !(2..=36).contains(&from) || !(2..=36).contains(&to_abs) {
+        return Ok(None);
+    }
+    // UTF8String.trim(): ASCII spaces only.
+    let start = num.iter().position(|&b| b != b' ').unwrap_or(num.len());
+    let end = num.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
+    let n = &num[start..end];
+    if n.is_empty() {
+        return Ok(None);
+    }
+    let (mut negative, digits) = match n[0] {
+        b'-' => (true, &n[1..]),
+        _ => (false, n),
+    };
+    let mut v: u64 = 0;
+    for &b in digits {
+        let Some(d) = conv_digit(b, from as u32) else { break };
+        match v.checked_mul(from as u64).and_then(|x| x.checked_add(d)) {
+            Some(x) => v = x,
+            None if ansi => {
+                return Err(SparkError::arithmetic_overflow("Overflow in function conv()", "").into_datafusion())
+            }
+            None => {
+                v = u64::MAX;
+                break;
+            }
+        }
+    }
+    if negative && to > 0 {
+        v = if (v as i64) < 0 { u64::MAX } else { (v as i64).wrapping_neg() as u64 };
+    }
+    if to < 0 && (v as i64) < 0 {
+        v = (v as i64).wrapping_neg() as u64;
+        negative = true;
+    }
+    let radix = to_abs as u64;
+    let mut out = Vec::with_capacity(66);
+    loop {
+        let d = (v % radix) as u32;
+        out.push(std::char::from_digit(d, radix as u32).unwrap().to_ascii_uppercase() as u8);
+        v /= radix;
+        if v == 0 {
+            break;
+        }
+    }
+    if negative && to < 0 {
+        out.push(b'-');
+    }
+    out.reverse();
+    Ok(Some(String::from_utf8(out).expect("ASCII digits")))
+}
+
+impl Kernel for Conv {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (DataType::Utf8, DataType::Int32, DataType::Int32) =
+            (args[0].data_type(), args[1].data_type(), args[2].data_type())
+        else {
+            return internal_err!("conv of {}, {}, {}", args[0].data_type(), args[1].data_type(), args[2].data_type());
+        };
+        let (s, from, to) =
+            (args[0].as_string::<i32>(), args[1].as_primitive::<Int32Type>(), args[2].as_primitive::<Int32Type>());
+        let mut out = arrow::array::StringBuilder::with_capacity(s.len(), s.len() * 8);
+        for i in 0..s.len() {
+            if s.is_null(i) || from.is_null(i) || to.is_null(i) {
+                out.append_null();
+                continue;
+            }
+            match conv(s.value(i).as_bytes(), from.value(i), to.value(i), self.ansi)? {
+                Some(t) => out.append_value(t),
+                None => out.append_null(),
+            }
+        }
+        Ok(Arc::new(out.finish()))
     }
 }

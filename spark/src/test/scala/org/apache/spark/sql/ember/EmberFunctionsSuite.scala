@@ -382,6 +382,132 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  // log1p / atanh (fdlibm's s_log1p.c, as StrictMath), base64 and luhn_check (the StaticInvokes Spark rewrites
+  // them to), conv. The data's "a" * 100 overflows conv from base 16 or 36: only without ANSI here (checked
+  // below).
+  private val logsEncodingsConv = Seq(
+    "log1p(f64)",
+    "log1p(f64 / 1000)",
+    "log1p(f32)",
+    "atanh(f64 / 1000)",
+    "atanh(f64)",
+    "base64(bin)",
+    "base64(s)",
+    "base64(concat(s, s, s))",
+    "luhn_check(s)",
+    "luhn_check(CAST(i64 AS STRING))",
+    "luhn_check(CAST(i16 AS STRING))",
+    "conv(s, 10, -16)",
+    "conv(s, 2, 10)",
+    "conv(CAST(i64 AS STRING), 10, 2)",
+    "conv(CAST(i64 AS STRING), 10, -36)",
+    "conv(hex(i64), 16, -10)",
+    "conv(CAST(i32 AS STRING), i8, 10)"
+  )
+
+  test("log1p, atanh, base64, luhn_check, conv, ANSI on and off") {
+    bothAnsiModes { ansi =>
+      val exprs =
+        logsEncodingsConv ++ (if (ansi) Nil else Seq("conv(s, 36, 10)", "conv(s, 36, -2)", "conv(s, 16, 10)"))
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("log1p(f64) > 1 AND base64(bin) <> '' AND NOT luhn_check(s) AND conv(s, 10, 16) <> '1'"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("base64 unchunked (spark.sql.chunkBase64String.enabled=false)") {
+    withSQLConf("spark.sql.chunkBase64String.enabled" -> "false") {
+      checkSparkAnswerAndNative(
+        data.selectExpr("id", "base64(concat(s, s, s)) AS a", "base64(bin) AS b"),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+  }
+
+  test("conv overflow under ANSI: ARITHMETIC_OVERFLOW") {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      checkSparkErrorAndNative(data.selectExpr("conv(s, 36, 10) AS r"), Seq(cls[EmberProjectExec]))
+    }
+  }
+
+  // The StaticInvokes / Invokes Spark rewrites the URL codec, quote and UTF-8 functions to.
+  private val urlQuoteUtf8 = Seq(
+    "url_encode(s)",
+    "url_encode(concat(s, ' +/%'))",
+    "url_decode(s)",
+    "url_decode(url_encode(s))",
+    "url_decode(concat(s, '+%41%e2%82%ac%ED%A0%80'))",
+    "try_url_decode(concat(s, '%4'))",
+    "try_url_decode(s)",
+    "quote(s)",
+    "quote(concat('''', s, '\\\\'))",
+    "is_valid_utf8(s)",
+    "make_valid_utf8(s)",
+    "validate_utf8(s)",
+    "try_validate_utf8(s)"
+  )
+
+  test("url_encode / url_decode / try_url_decode, quote, UTF-8 checks, ANSI on and off") {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(
+        data.selectExpr("id" +: urlQuoteUtf8.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      checkSparkAnswerAndNative(
+        data.where("url_encode(s) <> s AND is_valid_utf8(s) AND quote(s) > '''s1'"),
+        Seq(cls[EmberFilterExec])
+      )
+    }
+  }
+
+  test("url_decode of a malformed escape: CANNOT_DECODE_URL in every mode") {
+    for (ansi <- Seq("true", "false")) {
+      withSQLConf("spark.sql.ansi.enabled" -> ansi) {
+        checkSparkErrorAndNative(
+          data.selectExpr("url_decode(concat(s, '%zz')) AS r"),
+          Seq(cls[EmberProjectExec])
+        )
+      }
+    }
+  }
+
+  test(
+    "encode / decode with UTF-8, ISO-8859-1, US-ASCII; MALFORMED_CHARACTER_CODING; other charsets fall back"
+  ) {
+    bothAnsiModes { _ =>
+      checkSparkAnswerAndNative(
+        data
+          .selectExpr(
+            "id",
+            "encode(s, 'utf-8') AS a",
+            "encode(s, 'UTF-8') AS b",
+            "decode(encode(s, 'UTF-8'), 'utf-8') AS c",
+            "decode(bin, 'ISO-8859-1') AS d",
+            "encode(decode(bin, 'iso-8859-1'), 'ISO-8859-1') AS e",
+            "decode(encode(substr(s, 1, 1), 'iso-8859-1'), 'iso-8859-1') AS f"
+          ),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+    for (ansi <- Seq("true", "false")) {
+      withSQLConf("spark.sql.ansi.enabled" -> ansi) {
+        checkSparkErrorAndNative(data.selectExpr("encode(s, 'US-ASCII') AS r"), Seq(cls[EmberProjectExec]))
+        checkSparkErrorAndNative(data.selectExpr("decode(bin, 'UTF-8') AS r"), Seq(cls[EmberProjectExec]))
+      }
+    }
+    val query = () => data.selectExpr("id", "encode(s, 'UTF-16') AS r")
+    checkSparkAnswerAndNative(query(), Nil)
+    withEmber(enabled = true) {
+      val reasons = EmberExplainInfo.fallbackLines(query().queryExecution.executedPlan)
+      assert(reasons.exists(_.contains("UTF-16")), reasons)
+    }
+  }
+
   test("a LIKE pattern Spark rejects falls back and Spark raises its error") {
     val query = () => data.selectExpr("s LIKE 'a\\\\b' AS r")
     val sparkError = withEmber(enabled = false)(intercept[Throwable](query().collect()))

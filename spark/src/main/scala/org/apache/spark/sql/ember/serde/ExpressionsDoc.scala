@@ -28,6 +28,8 @@ object ExpressionsDoc {
       case Some(fn) => ("native", fn.types)
       case None if ExprSerde.coreClasses.contains(className) =>
         ("native", ExprSerde.coreClasses(className))
+      case None if FunctionSerde.nativeRewrites.contains(className) =>
+        ("native", FunctionSerde.nativeRewrites(className).types)
       case None if is[RuntimeReplaceable] =>
         ("rewritten", "Spark replaces it before planning: native when what it becomes is")
       case None if is[AggregateFunction] => ("aggregate", "see docs/compatibility.md for native aggregates")

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
+import org.apache.spark.sql.catalyst.expressions.objects.{Invoke, StaticInvoke}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.ember.proto
@@ -106,6 +107,7 @@ object FunctionSerde {
       case n: NextDay => n.failOnError
       case m: MakeDate => m.failOnError
       case l: Elt => l.failOnError
+      case c: Conv => c.ansiEnabled
       case _ => false
     }
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
@@ -143,6 +145,7 @@ object FunctionSerde {
     classOf[Log] -> Fn("ln", "double (NULL at or below 0)", all),
     classOf[Log2] -> Fn("log2", "double (NULL at or below 0)", all),
     classOf[Log10] -> Fn("log10", "double (NULL at or below 0)", all),
+    classOf[Log1p] -> Fn("log1p", "double (NULL at or below -1)", all),
     classOf[Asin] -> Fn("asin", double, all),
     classOf[Acos] -> Fn("acos", double, all),
     classOf[Atan] -> Fn("atan", double, all),
@@ -151,6 +154,7 @@ object FunctionSerde {
     classOf[Tanh] -> Fn("tanh", double, all),
     classOf[Asinh] -> Fn("asinh", double, all),
     classOf[Acosh] -> Fn("acosh", double, all),
+    classOf[Atanh] -> Fn("atanh", double, all),
     classOf[ToDegrees] -> Fn("degrees", double, all),
     classOf[ToRadians] -> Fn("radians", double, all),
     classOf[Rint] -> Fn("rint", double, all),
@@ -198,8 +202,132 @@ object FunctionSerde {
     classOf[StringSpace] -> Fn("space", "int", all),
     classOf[Elt] -> Fn("elt", s"int, $stringTypes columns or literals", elt, failOnError),
     classOf[FindInSet] -> Fn("find_in_set", stringTypes, strings(2)),
-    classOf[Overlay] -> Fn("overlay", s"$stringTypes, string, int, int", strings(2))
+    classOf[Overlay] -> Fn("overlay", s"$stringTypes, string, int, int", strings(2)),
+    classOf[Conv] -> Fn("conv", s"$stringTypes, int, int", strings(1), failOnError)
   )
+
+  /** `base64(bin)` as Spark rewrites it: `Base64.encode(bin, chunkBase64)`, the flag a boolean literal. */
+  private def base64(e: Expression): Either[String, Seq[Expression]] = e.children match {
+    case Seq(bin, flag @ Literal(_: java.lang.Boolean, BooleanType))
+        if bin.dataType == BinaryType && binaryString(e.dataType) =>
+      Right(Seq(bin, flag))
+    case _ =>
+      Left(
+        s"base64 as ${e.dataType.simpleString} of ${e.children.map(_.dataType.simpleString).mkString(", ")}"
+      )
+  }
+
+  /** `url_decode(str)` as Spark rewrites it: `UrlCodec.decode(str, failOnError)`, the flag a boolean literal. */
+  private def urlDecode(e: Expression): Either[String, Seq[Expression]] = e.children match {
+    case Seq(str, flag @ Literal(_: java.lang.Boolean, BooleanType)) if binaryString(str.dataType) =>
+      Right(Seq(str, flag))
+    case _ => Left(s"url_decode of ${e.children.map(_.dataType.simpleString).mkString(", ")}")
+  }
+
+  /**
+   * `encode(str, charset)` / `decode(bin, charset)` as Spark rewrites them: `(str | bin, charset, legacyCharsets,
+   * legacyErrorAction)`, the last three literals; which charsets and error action run natively is the engine's
+   * call.
+   */
+  private def charsetCoding(name: String, input: DataType => Boolean)(
+      e: Expression
+  ): Either[String, Seq[Expression]] =
+    e.children match {
+      case Seq(x, cs @ Literal(_, _: StringType), a @ Literal(_, BooleanType), b @ Literal(_, BooleanType))
+          if input(x.dataType) && (e.dataType == BinaryType || binaryString(e.dataType)) =>
+        Right(Seq(x, cs, a, b))
+      case Seq(_, Literal(_, _: StringType), _, _) =>
+        Left(s"$name of ${e.children.head.dataType.simpleString} as ${e.dataType.simpleString}")
+      case _ => Left(s"$name with a charset that is not a literal")
+    }
+
+  /** One UTF8_BINARY string argument of a rewritten function (`name` for the reason). */
+  private def oneString(name: String)(e: Expression): Either[String, Seq[Expression]] =
+    if (e.children.size == 1 && binaryString(e.children.head.dataType)) Right(e.children)
+    else
+      Left(s"$name of ${e.children.map(_.dataType.simpleString).mkString(", ")} (only UTF8_BINARY strings)")
+
+  private def via(method: String) = s"Spark's StaticInvoke of $method"
+
+  /**
+   * Functions Spark rewrites (`RuntimeReplaceable`) into a `StaticInvoke` of a Java method, keyed by the
+   * method's class and name; the value's first element is the rewritten functions' classes, for the docs.
+   */
+  private val staticInvokes: Map[(Class[_], String), (Seq[Class[_]], Fn)] = Map(
+    (classOf[Base64], "encode") -> (Seq(classOf[Base64]) -> Fn(
+      "base64",
+      s"binary (${via("Base64.encode")}, either spark.sql.chunkBase64String.enabled)",
+      base64
+    )),
+    (classOf[ExpressionImplUtils], "isLuhnNumber") -> (Seq(classOf[Luhncheck]) -> Fn(
+      "luhn_check",
+      s"$stringTypes (${via("ExpressionImplUtils.isLuhnNumber")})",
+      oneString("luhn_check")
+    )),
+    (UrlCodec.getClass, "encode") -> (Seq(classOf[UrlEncode]) -> Fn(
+      "url_encode",
+      s"$stringTypes (${via("UrlCodec.encode")})",
+      oneString("url_encode")
+    )),
+    (UrlCodec.getClass, "decode") -> (Seq(classOf[UrlDecode], classOf[TryUrlDecode]) -> Fn(
+      "url_decode",
+      s"$stringTypes (${via("UrlCodec.decode")})",
+      urlDecode
+    )),
+    (classOf[Encode], "encode") -> (Seq(classOf[Encode]) -> Fn(
+      "encode",
+      s"$stringTypes, literal charset UTF-8/ISO-8859-1/US-ASCII, not spark.sql.legacy.codingErrorAction " +
+        s"(${via("Encode.encode")})",
+      charsetCoding("encode", binaryString)
+    )),
+    (classOf[StringDecode], "decode") -> (Seq(classOf[Decode], classOf[StringDecode]) -> Fn(
+      "decode",
+      "binary, literal charset UTF-8/ISO-8859-1/US-ASCII, not spark.sql.legacy.codingErrorAction " +
+        s"(${via("StringDecode.decode")}; with more arguments Spark rewrites it to CASE WHEN)",
+      charsetCoding("decode", _ == BinaryType)
+    )),
+    (classOf[ExpressionImplUtils], "quote") -> (Seq(classOf[Quote]) -> Fn(
+      "quote",
+      s"$stringTypes (${via("ExpressionImplUtils.quote")})",
+      oneString("quote")
+    )),
+    (classOf[ExpressionImplUtils], "validateUTF8String") -> (Seq(classOf[ValidateUTF8]) -> Fn(
+      "validate_utf8",
+      s"$stringTypes (${via("ExpressionImplUtils.validateUTF8String")}; strings are valid UTF-8 in Ember)",
+      oneString("validate_utf8")
+    )),
+    (classOf[ExpressionImplUtils], "tryValidateUTF8String") -> (Seq(classOf[TryValidateUTF8]) -> Fn(
+      "try_validate_utf8",
+      s"$stringTypes (${via("ExpressionImplUtils.tryValidateUTF8String")}; strings are valid UTF-8 in Ember)",
+      oneString("try_validate_utf8")
+    ))
+  )
+
+  /** Functions Spark rewrites into an `Invoke` of a `UTF8String` method without arguments, by method name. */
+  private val stringInvokes: Map[String, (Seq[Class[_]], Fn)] = Map(
+    "isValid" -> (Seq(classOf[IsValidUTF8]) -> Fn(
+      "is_valid_utf8",
+      s"$stringTypes (Spark's Invoke of UTF8String.isValid; strings are valid UTF-8 in Ember)",
+      oneString("is_valid_utf8")
+    )),
+    "makeValid" -> (Seq(classOf[MakeValidUTF8]) -> Fn(
+      "make_valid_utf8",
+      s"$stringTypes (Spark's Invoke of UTF8String.makeValid; strings are valid UTF-8 in Ember)",
+      oneString("make_valid_utf8")
+    ))
+  )
+
+  /** The function a `StaticInvoke` / `Invoke` of one of [[staticInvokes]] / [[stringInvokes]] computes. */
+  private def invoked(e: Expression): Option[Fn] = e match {
+    case s: StaticInvoke => staticInvokes.get((s.staticObject, s.functionName)).map(_._2)
+    case i: Invoke if i.arguments.isEmpty && i.targetObject.dataType.isInstanceOf[StringType] =>
+      stringInvokes.get(i.functionName).map(_._2)
+    case _ => None
+  }
+
+  /** Class names of the rewritten functions whose `(Static)Invoke` this converter sends (docs/expressions.md). */
+  def nativeRewrites: Map[String, Fn] =
+    (staticInvokes.values ++ stringInvokes.values).flatMap { case (cs, f) => cs.map(_.getName -> f) }.toMap
 
   private val rounding: Map[Class[_], Fn] = Map(
     classOf[Floor] -> Fn("floor", "double/bigint/decimal", all),
@@ -353,7 +481,7 @@ object FunctionSerde {
   /** Class names of the expressions this registry converts. */
   def nativeClasses: Map[String, Fn] = registry.map { case (c, f) => c.getName -> f }
 
-  def handles(e: Expression): Boolean = registry.contains(e.getClass)
+  def handles(e: Expression): Boolean = registry.contains(e.getClass) || invoked(e).isDefined
 
   /** `e` (one [[handles]]) as a `ScalarFunction`, its arguments converted by `arg`. */
   def convert(
@@ -362,7 +490,7 @@ object FunctionSerde {
       arg: Expression => Either[String, proto.Expr],
       typ: DataType => Either[String, proto.DataType]
   ): Either[String, proto.Expr] = {
-    val fn = registry(e.getClass)
+    val fn = registry.get(e.getClass).orElse(invoked(e)).get
     // A time-zone-aware expression carries the zone Spark resolved for it (the session's).
     val zone = e match {
       case t: TimeZoneAwareExpression => t.timeZoneId.getOrElse(tz)
