@@ -48,6 +48,7 @@ use datafusion_physical_expr::PhysicalExpr;
 
 use crate::error::{plan_error, SparkError, SparkExceptionKind};
 
+pub(crate) use parse::java_digit;
 pub use text::{java_double_digits, java_double_to_string, java_float_to_string};
 pub use time::{
     civil_from_days, days_from_civil, days_in_month, is_leap, parse_zone as parse_fixed_zone, write_timestamp,

@@ -11,7 +11,7 @@ const DIGIT_ZEROS: [u32; 37] = [
 ];
 
 /// `Character.digit(c, 10)` where `Character.isDigit(c)` (UTF-16 chars only: supplementary digits are not).
-fn java_digit(c: char) -> Option<u8> {
+pub(crate) fn java_digit(c: char) -> Option<u8> {
     let u = c as u32;
     if c.is_ascii_digit() {
         return Some((u - 0x30) as u8);

@@ -12,9 +12,12 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, StringBuilder};
 use arrow::datatypes::DataType;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use datafusion_common::{exec_err, internal_err, Result};
 
 use super::Kernel;
+use crate::expressions::cast::java_digit;
 
 /// `md5(bin)`: the RFC 1321 digest as 32 lower-case hex digits (`DigestUtils.md5Hex`).
 #[derive(Debug)]
@@ -139,23 +142,18 @@ impl Kernel for UnBase64 {
     }
 }
 
-const BASE64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// `java.util.Base64`'s encoding with `=` padding: `chunked` is `getMimeEncoder()` (a CRLF after every 76
-/// characters, none at the end), otherwise `getMimeEncoder(-1, [])`, which is the plain RFC 4648 encoder.
+/// `java.util.Base64`'s encoding with `=` padding (the `base64` crate's standard engine): `chunked` is
+/// `getMimeEncoder()` (a CRLF after every 76 characters, i.e. every 57 bytes, none at the end), otherwise
+/// `getMimeEncoder(-1, [])`, which is the plain RFC 4648 encoder.
 pub fn base64_encode(data: &[u8], chunked: bool, out: &mut String) {
-    const LINE: usize = 76;
-    let mut written = 0usize;
-    for chunk in data.chunks(3) {
-        if chunked && written > 0 && written.is_multiple_of(LINE) {
+    if !chunked {
+        return STANDARD.encode_string(data, out);
+    }
+    for (i, line) in data.chunks(57).enumerate() {
+        if i > 0 {
             out.push_str("\r\n");
         }
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            out.push(if i <= chunk.len() { BASE64_ALPHABET[((n >> shift) & 63) as usize] as char } else { '=' });
-        }
-        written += 4;
+        STANDARD.encode_string(line, out);
     }
 }
 
@@ -186,21 +184,6 @@ impl Kernel for Base64 {
     }
 }
 
-/// The first code point of each run of ten Unicode decimal digits (general category Nd) in the BMP, 0 to 9 in
-/// order: what `Character.isDigit(char)` accepts and `Character.getNumericValue` reads (Unicode 13 to 15 agree on
-/// these; characters beyond the BMP reach Java as surrogates, which are not digits).
-const BMP_DIGIT_ZEROS: [u32; 37] = [
-    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6,
-    0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
-    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
-];
-
-/// The value of a character Java's `Character.isDigit(char)` accepts, `None` for any other.
-pub(crate) fn java_digit(c: char) -> Option<u32> {
-    let c = c as u32;
-    BMP_DIGIT_ZEROS.iter().find(|&&z| (z..z + 10).contains(&c)).map(|z| c - z)
-}
-
 /// `ExpressionImplUtils.isLuhnNumber`: false for an empty string or any non-digit, else the Luhn checksum test
 /// over the digits from the right.
 pub fn is_luhn_number(s: &str) -> bool {
@@ -209,7 +192,7 @@ pub fn is_luhn_number(s: &str) -> bool {
     }
     let mut sum = 0u32;
     for (i, c) in s.chars().rev().enumerate() {
-        let Some(d) = java_digit(c) else { return false };
+        let Some(d) = java_digit(c).map(u32::from) else { return false };
         let d = if i % 2 == 1 { d * 2 } else { d };
         sum += d % 10 + d / 10;
     }

@@ -17,9 +17,9 @@ use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringBuilder};
 use arrow::datatypes::DataType;
 use datafusion_common::{internal_err, Result};
 
-use super::binary::java_digit;
 use super::Kernel;
 use crate::error::{SparkError, SparkExceptionKind};
+use crate::expressions::cast::java_digit;
 
 fn string_arg<'a>(a: &'a ArrayRef, name: &str) -> Result<&'a arrow::array::StringArray> {
     match a.data_type() {
@@ -53,7 +53,7 @@ fn java_hex_digit(c: u16) -> Option<u32> {
         0x61..=0x66 => Some((c - 0x61) as u32 + 10),
         0xFF21..=0xFF26 => Some((c - 0xFF21) as u32 + 10),
         0xFF41..=0xFF46 => Some((c - 0xFF41) as u32 + 10),
-        _ => char::from_u32(c as u32).and_then(java_digit),
+        _ => char::from_u32(c as u32).and_then(java_digit).map(u32::from),
     }
 }
 
