@@ -5,6 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
@@ -136,12 +137,35 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           case NonFatal(e) => Left(s"Ember could not convert ${plan.nodeName}: $e")
         }
       converted match {
-        case Right(op) => build(op)
+        case Right(op) =>
+          val built = build(op)
+          changedOutput(plan, built) match {
+            case Some(reason) =>
+              tag(plan, reason)
+              plan
+            case None => built
+          }
         case Left(reason) =>
           tag(plan, reason)
           plan
       }
     }
+  }
+
+  /**
+   * Why `built` cannot stand in for `plan`: its output differs, nullability included. Parents bind their
+   * requirements to these attributes (a broadcast join's key mode), and AQE rejects any plan change whose
+   * requirements no longer match, so a drifting attribute costs e.g. shuffle coalescing in a whole stage.
+   */
+  private def changedOutput(plan: SparkPlan, built: SparkPlan): Option[String] = {
+    val (want, got) = (plan.output, built.output)
+    def same(a: Attribute, b: Attribute) =
+      a.exprId == b.exprId && a.dataType == b.dataType && a.nullable == b.nullable
+    if (want.length == got.length && want.zip(got).forall { case (a, b) => same(a, b) }) None
+    else
+      Some(
+        s"Ember's ${built.nodeName} would change the output ${want.mkString(", ")} to ${got.mkString(", ")}"
+      )
   }
 
   /** A single-partition Ember shuffle of a native child, or why there is none. */

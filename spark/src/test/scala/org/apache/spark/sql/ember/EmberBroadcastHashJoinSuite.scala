@@ -5,6 +5,7 @@ import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.execution.adaptive.AQEShuffleReadExec
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -217,6 +218,24 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
       check(
         agg.join(broadcast(r), col("lk") === col("rk")).groupBy(col("rs")).agg(sum(col("sv")), sum(col("n")))
       )
+    }
+  }
+
+  test("AQE coalesces the shuffle under a broadcast join whose build side drops its null keys natively") {
+    // The join's broadcast requirement is bound to the build side's output, where Spark's IS NOT NULL filter
+    // makes the key column non-nullable: the native filter must say the same, or AQE rejects every change to the plan.
+    withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true") {
+      val df = check {
+        val agg = l.groupBy(col("lk")).agg(sum(col("lv") % 1000).as("sv"))
+        // A plain column as the key, so the pushed IS NOT NULL lands on an attribute.
+        val build = right.select(col("i32").as("rk"), col("s").as("rs"))
+        agg.join(broadcast(build), col("lk") === col("rk")).groupBy(col("rs")).agg(sum(col("sv")))
+      }
+      val plan = df.queryExecution.executedPlan
+      val filters = collectWithSubqueries(plan) { case f: EmberFilterExec => f }
+      assert(filters.exists(_.output.exists(a => a.name == "i32" && !a.nullable)), plan)
+      val reads = collectWithSubqueries(plan) { case r: AQEShuffleReadExec if r.hasCoalescedPartition => r }
+      assert(reads.nonEmpty, s"no coalesced shuffle read in\n$plan")
     }
   }
 

@@ -10,7 +10,10 @@ import org.ember.proto
 case class EmberFilterExec(condition: Expression, child: SparkPlan, nativeOperator: proto.Operator)
     extends UnaryExecNode
     with EmberExec {
-  override def output: Seq[Attribute] = child.output
+  // Spark's own output: columns its IS NOT NULL conjuncts filter become non-nullable. A parent's requirement
+  // bound to those attributes (a broadcast join's `HashedRelationBroadcastMode` keys) must see the same ones, or
+  // AQE's ValidateRequirements rejects every plan change above it (shuffle coalescing among them).
+  override lazy val output: Seq[Attribute] = FilterExec(condition, child).output
   override def outputPartitioning: Partitioning = child.outputPartitioning
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
   override def simpleString(maxFields: Int): String = s"EmberFilterExec $condition"
