@@ -112,11 +112,15 @@ impl ExecutionPlan for PrefixWindowExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context.clone())?;
-        // Not marked can-spill, although whole-partition specs spill: on a refusal the window first shrinks its
-        // segments, down to one row, and a small segment (also of a spilled partition read back) must be able to
-        // draw on the pool's headroom (see `memory.rs`) instead of failing. Marked can-spill, the Spark memory
-        // matrix's window cell (a whole partition and a running sum) fails at 8, 16 and 32 MiB per task.
-        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]")).register(context.memory_pool());
+        // Two reservations, because only one of them can spill: the rows held (the open partition, a chunk being
+        // evaluated, a spill file's staging) give memory back by segmenting or spilling, so a refusal of theirs
+        // is answered, not fatal; a segment's scratch cannot, and a small one (down to one row) must be able to
+        // draw on the pool's headroom (`memory.rs`) even while the rows hold the task's share.
+        let reservation = MemoryConsumer::new(format!("PrefixWindowExec[{partition}]"))
+            .with_can_spill(true)
+            .register(context.memory_pool());
+        let scratch =
+            MemoryConsumer::new(format!("PrefixWindowExec[{partition}] scratch")).register(context.memory_pool());
         let counters = FrameCounters {
             prefix: MetricBuilder::new(&self.metrics).counter(metric_names::PREFIX_FRAMES, partition),
             refold: MetricBuilder::new(&self.metrics).counter(metric_names::REFOLD_FRAMES, partition),
@@ -134,6 +138,7 @@ impl ExecutionPlan for PrefixWindowExec {
             self.spec.clone(),
             self.schema.clone(),
             reservation,
+            scratch,
             spill,
             BaselineMetrics::new(&self.metrics, partition),
             counters,

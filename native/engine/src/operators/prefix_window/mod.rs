@@ -26,7 +26,10 @@
 //! The rows of the open partition are held (and reserved through the memory pool) until it completes; a chunk of
 //! complete partitions lives only while it is evaluated, and is reserved with an estimate of its scratch
 //! (prefixes, frame bounds, output columns: O(rows × (measures + expressions))) for that time. Output batches are
-//! slices of the evaluated chunk, handed on as they are pulled.
+//! slices of the evaluated chunk, handed on as they are pulled. Rows and scratch are two reservations: the rows'
+//! can spill (a refusal is answered by segmenting or spilling), the scratch's cannot (a small segment may draw
+//! on the pool's headroom while the rows hold the task's share); rows already read are accounted even when the
+//! pool refuses them, as evaluating them is what gives memory back.
 //!
 //! When every expression needs only a bounded neighbourhood of each row (no UNBOUNDED FOLLOWING, RANGE frames
 //! ending at the current row), an open partition longer than `Window.segment_rows` — or one the pool refuses to

@@ -47,7 +47,10 @@ pub struct WindowStream {
     last_key: Vec<ArrayRef>,
     /// Batches to hand out, and possibly an error after them (ANSI overflow at a row of the last chunk).
     output: VecDeque<Result<RecordBatch>>,
+    /// The rows held: the open partition, a chunk being evaluated, a spill file's staging (can spill).
     reservation: MemoryReservation,
+    /// A segment's or chunk's evaluation scratch: frame bounds, prefixes, output columns (cannot spill).
+    scratch: MemoryReservation,
     baseline: BaselineMetrics,
     counters: FrameCounters,
     batch_size: usize,
@@ -71,6 +74,7 @@ impl WindowStream {
         spec: Arc<WindowSpec>,
         schema: SchemaRef,
         reservation: MemoryReservation,
+        scratch: MemoryReservation,
         spill_manager: SpillManager,
         baseline: BaselineMetrics,
         counters: FrameCounters,
@@ -84,6 +88,7 @@ impl WindowStream {
             last_key: vec![],
             output: VecDeque::new(),
             reservation,
+            scratch,
             baseline,
             counters,
             batch_size: batch_size.max(1),
@@ -141,6 +146,13 @@ impl WindowStream {
                 self.pending_rows(),
             ))
         })
+    }
+
+    /// Accounts the pending rows whatever the pool says: they are in memory already, read before it refused, and
+    /// segmenting them is what gives memory back.
+    fn hold_pending(&mut self) {
+        let bytes = self.pending.iter().map(|b| b.get_array_memory_size()).sum();
+        self.reservation.resize(bytes);
     }
 
     fn push(&mut self, batch: RecordBatch) -> Result<()> {
@@ -307,6 +319,7 @@ impl WindowStream {
         self.readback = None;
         self.deferred = None;
         self.reservation.free();
+        self.scratch.free();
     }
 
     /// The open partition grew: evaluate it in segments while it holds more than a segment (or the pool refuses
@@ -329,23 +342,35 @@ impl WindowStream {
                 Err(_) => {}
             }
         }
-        self.segment()?;
+        let progressed = self.segment()?;
         if self.done {
             return Ok(());
         }
-        // What the partition keeps (or, when no segment could be cut in one peer group, all of it).
-        self.reserve_pending()
+        // What the partition keeps (or, when no segment could be cut in one peer group, all of it). Refused after
+        // segments were evaluated, the rest is held as it is and the next batch segments again; refused without
+        // any, the peer group is larger than memory.
+        match self.reserve_pending() {
+            Err(_) if progressed => {
+                self.hold_pending();
+                Ok(())
+            }
+            other => other,
+        }
     }
 
-    /// Evaluates the open partition's rows that have their lookahead, keeping the lookback rows.
-    fn segment(&mut self) -> Result<()> {
+    /// Evaluates the open partition's rows that have their lookahead, keeping the lookback rows. Returns whether
+    /// any row was evaluated.
+    fn segment(&mut self) -> Result<bool> {
         let chunk = concat_batches(&self.input.schema(), &self.pending)?;
         // The chunk replaces the pending batches.
         self.pending.clear();
         let n = chunk.num_rows();
         let mut open = self.open.take().unwrap_or_else(|| OpenPartition::new(&self.spec));
         let first = open.emitted == 0;
-        let rest = self.run_segments(chunk, &mut open, false)?;
+        let rest = self.run_segments(chunk, &mut open, false);
+        // The scratch lives while segments are evaluated, not while the partition waits for its next rows.
+        self.scratch.free();
+        let rest = rest?;
         if first && open.emitted > 0 && !open.spilled {
             self.counters.segmented_partitions.add(1);
         }
@@ -360,7 +385,7 @@ impl WindowStream {
         if open.emitted > 0 || open.spilled {
             self.open = Some(open);
         }
-        Ok(())
+        Ok(progressed)
     }
 
     /// The last rows of a partition evaluated in segments.
@@ -370,6 +395,7 @@ impl WindowStream {
         self.run_segments(chunk, &mut open, true)?;
         // Nothing of the partition is held any more (its output batches are handed on as they are pulled).
         self.reservation.free();
+        self.scratch.free();
         Ok(())
     }
 
@@ -383,6 +409,8 @@ impl WindowStream {
         let elapsed = self.baseline.elapsed_compute().clone();
         let _timer = elapsed.timer();
         let per_row = self.spec.scratch_bytes_per_row();
+        // The chunk's rows are in memory already; evaluating them is what frees them.
+        self.reservation.resize(chunk.get_array_memory_size());
         loop {
             let n = chunk.num_rows();
             let target = if last { n } else { n.saturating_sub(seg.lookahead) };
@@ -404,8 +432,7 @@ impl WindowStream {
             // The rows evaluated: the chunk up to the segment's lookahead (or the partition's end).
             let end = loop {
                 let end = if last && b == target { n } else { (b + seg.lookahead).min(n) };
-                let bytes = chunk.get_array_memory_size() + per_row * end;
-                match self.reservation.try_resize(bytes) {
+                match self.scratch.try_resize(per_row * end) {
                     Ok(()) => break end,
                     Err(e) => match cut(a + (b - a) / 2)? {
                         Some(h) if h > a && h < b => b = h,
@@ -443,9 +470,11 @@ impl WindowStream {
         if chunk.num_rows() == 0 {
             return Ok(());
         }
-        // The chunk and its scratch (frame bounds, prefixes, output columns) are reserved while it is evaluated.
-        let scratch = self.spec.scratch_bytes_per_row() * chunk.num_rows() + chunk.get_array_memory_size();
-        self.reservation.try_grow(scratch).map_err(|e| {
+        // The chunk's rows are in memory already; its scratch (frame bounds, prefixes, output columns) is
+        // reserved while it is evaluated.
+        self.reservation.resize(chunk.get_array_memory_size());
+        let scratch = self.spec.scratch_bytes_per_row() * chunk.num_rows();
+        self.scratch.try_grow(scratch).map_err(|e| {
             let why = match &self.spec.spill_blocker {
                 Some(b) => format!(" ({b} needs whole partitions in memory)"),
                 None => String::new(),
@@ -457,7 +486,7 @@ impl WindowStream {
         })?;
         let mut columns = chunk.columns().to_vec();
         let evaluated = self.spec.evaluate(&chunk, &self.counters);
-        self.reservation.shrink(scratch);
+        self.scratch.shrink(scratch);
         let (window_columns, overflow_at) = evaluated?;
         columns.extend(window_columns);
         self.emit(RecordBatch::try_new(self.schema.clone(), columns)?, overflow_at);
@@ -495,6 +524,7 @@ impl WindowStream {
             None => {}
         }
         self.reservation.free();
+        self.scratch.free();
         if self.readback.is_none() {
             self.done = true;
         }
