@@ -11,7 +11,7 @@ use datafusion_common::config::SpillCompression;
 use datafusion_common::Result;
 use datafusion_execution::config::SessionConfig;
 use datafusion_execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion_execution::memory_pool::MemoryPool;
+use datafusion_execution::memory_pool::{MemoryPool, TrackConsumersPool};
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_execution::{SendableRecordBatchStream, TaskContext};
 use datafusion_physical_plan::metrics::MetricValue;
@@ -50,7 +50,7 @@ pub struct NativePlan {
     // Field order matters for drop: the stream (which holds reservations and spill files) goes first.
     stream: Option<SendableRecordBatchStream>,
     nodes: Vec<(u32, Arc<dyn ExecutionPlan>)>,
-    pool: Arc<BrokerMemoryPool>,
+    pool: Arc<TrackConsumersPool<BrokerMemoryPool>>,
     output_schema: SchemaRef,
     runtime: tokio::runtime::Runtime,
 }
@@ -89,7 +89,11 @@ impl NativePlan {
 
         let headroom = config.memory_headroom_bytes.map_or(DEFAULT_HEADROOM_BYTES, |b| b as usize);
         let float = config.memory_float_bytes.map_or(headroom, |b| b as usize);
-        let pool = Arc::new(BrokerMemoryPool::with_headroom_and_float(broker, headroom, float));
+        // A refusal names the operators holding the most, so a memory error says who took the task's share.
+        let pool = Arc::new(TrackConsumersPool::new(
+            BrokerMemoryPool::with_headroom_and_float(broker, headroom, float),
+            std::num::NonZeroUsize::new(3).expect("3 > 0"),
+        ));
         let disk_mode = if task.spill_dirs.is_empty() {
             DiskManagerMode::OsTmpDirectory
         } else {
@@ -154,7 +158,7 @@ impl NativePlan {
 
     /// Bytes currently reserved by this plan, and the most it ever reserved at once.
     pub fn memory(&self) -> (usize, usize) {
-        (self.pool.reserved(), self.pool.peak())
+        (self.pool.inner().reserved(), self.pool.inner().peak())
     }
 
     pub fn metrics(&self) -> Vec<OperatorMetrics> {
