@@ -21,29 +21,9 @@ use ember_engine::planner::expr::create_expr;
 use ember_engine::proto as pb;
 
 use crate::common::{col, pb_type};
+use crate::spark_types::spark_type;
 
 const GOLDEN: &str = include_str!("../data/functions_spark.tsv");
-
-fn arrow_type(t: &str, zone: &str) -> DataType {
-    match t {
-        "ts" => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from(zone))),
-        "boolean" => DataType::Boolean,
-        "string" => DataType::Utf8,
-        "tinyint" => DataType::Int8,
-        "smallint" => DataType::Int16,
-        "int" => DataType::Int32,
-        "bigint" => DataType::Int64,
-        "float" => DataType::Float32,
-        "double" => DataType::Float64,
-        "date" => DataType::Date32,
-        "binary" => DataType::Binary,
-        t if t.starts_with("decimal(") => {
-            let (p, s) = t["decimal(".len()..t.len() - 1].split_once(',').unwrap();
-            DataType::Decimal128(p.parse().unwrap(), s.parse().unwrap())
-        }
-        other => panic!("unknown type {other}"),
-    }
-}
 
 /// The argument types, split at the commas outside `decimal(p,s)`; none for an empty column (`e()`, `pi()`).
 fn split_types(types: &str, zone: &str) -> Vec<DataType> {
@@ -56,13 +36,13 @@ fn split_types(types: &str, zone: &str) -> Vec<DataType> {
             '(' => depth += 1,
             ')' => depth -= 1,
             ',' if depth == 0 => {
-                out.push(arrow_type(&types[start..i], zone));
+                out.push(spark_type(&types[start..i], zone));
                 start = i + 1;
             }
             _ => {}
         }
     }
-    out.push(arrow_type(&types[start..], zone));
+    out.push(spark_type(&types[start..], zone));
     out
 }
 

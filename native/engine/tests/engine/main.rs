@@ -16,4 +16,5 @@ mod plan_replay;
 mod prefix_window;
 mod shuffle;
 mod sort;
+mod spark_types;
 mod spilling_hash_join;

@@ -23,26 +23,11 @@ use crate::expressions::Mode;
 
 const MODES: [Mode; 3] = [Mode::Legacy, Mode::Ansi, Mode::Try];
 
+#[path = "../../../tests/engine/spark_types.rs"]
+mod spark_types;
+
 fn ty(name: &str) -> DataType {
-    if let Some(ps) = name.strip_prefix("dec(").and_then(|r| r.strip_suffix(')')) {
-        let (p, s) = ps.split_once(',').unwrap();
-        return DataType::Decimal128(p.parse().unwrap(), s.trim_start_matches('-').parse().unwrap());
-    }
-    match name {
-        "boolean" => DataType::Boolean,
-        "tinyint" => DataType::Int8,
-        "smallint" => DataType::Int16,
-        "int" => DataType::Int32,
-        "bigint" => DataType::Int64,
-        "float" => DataType::Float32,
-        "double" => DataType::Float64,
-        "string" => DataType::Utf8,
-        "binary" => DataType::Binary,
-        "date" => DataType::Date32,
-        "ts" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-        "ntz" => DataType::Timestamp(TimeUnit::Microsecond, None),
-        other => panic!("type {other}"),
-    }
+    spark_types::spark_type(name, "UTC")
 }
 
 fn jfloat(v: &str) -> f64 {
