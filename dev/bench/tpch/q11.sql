@@ -1,4 +1,4 @@
--- TPC-H Q11: important stock identification (NATION = GERMANY, FRACTION = 0.0001).
+-- TPC-H Q11: important stock identification (NATION = GERMANY, FRACTION = 0.0001 / SF: SF 1's value here; tpch.py scales it).
 select
   ps_partkey,
   sum(ps_supplycost * ps_availqty) as value
