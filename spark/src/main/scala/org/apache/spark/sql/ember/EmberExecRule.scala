@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
@@ -39,7 +39,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       return plan
     }
     markOrderedJoins(plan)
-    val converted = plan.transformUp { case p => convert(p) }
+    val converted = restoreOrder(plan.transformUp { case p => convert(p) })
     if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
       val lines = EmberExplainInfo.fallbackLines(converted)
       if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")
@@ -51,14 +51,39 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
   private val OrderNeeded = TreeNodeTag[Unit]("ember.smjOrderNeeded")
 
   private def markOrderedJoins(plan: SparkPlan): Unit = plan.foreach { p =>
-    p.children.zip(p.requiredChildOrdering).foreach {
-      case (j: joins.SortMergeJoinExec, required) if required.nonEmpty =>
-        j.setTagValue(OrderNeeded, ())
-        if (EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf))
-          tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
-      case _ =>
+    // A sort-merge join that becomes the hash join needs no order of its children (e.g. TPC-H Q18's and Q21's
+    // chains of joins on one key); if its conversion fails after all, `restoreOrder` sorts them.
+    if (!replacedSortMergeJoin(p)) {
+      p.children.zip(p.requiredChildOrdering).foreach {
+        case (j: joins.SortMergeJoinExec, required) if required.nonEmpty =>
+          j.setTagValue(OrderNeeded, ())
+          if (EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf))
+            tag(j, s"${p.nodeName} above needs the sort-merge join's output order")
+        case _ =>
+      }
+      markOrderedBroadcastJoins(p)
     }
-    markOrderedBroadcastJoins(p)
+  }
+
+  private def replacedSortMergeJoin(p: SparkPlan): Boolean = p match {
+    case j: joins.SortMergeJoinExec =>
+      EmberConf.EXEC_REPLACE_SMJ.get(session.sessionState.conf) && j.getTagValue(OrderNeeded).isEmpty
+    case _ => false
+  }
+
+  /**
+   * A Spark operator left above a native one whose order it requires, because it was expected to be replaced too
+   * (see [[markOrderedJoins]]) and could not be: its child gets the sort (native where it can be), as Spark's
+   * EnsureRequirements would have added had the child not been sorted.
+   */
+  private def restoreOrder(plan: SparkPlan): SparkPlan = plan.transformUp {
+    case p if !p.isInstanceOf[EmberExec] && p.requiredChildOrdering.exists(_.nonEmpty) =>
+      val children = p.children.zip(p.requiredChildOrdering).map {
+        case (c, required) if required.nonEmpty && !SortOrder.orderingSatisfies(c.outputOrdering, required) =>
+          convert(SortExec(required, global = false, c))
+        case (c, _) => c
+      }
+      if (children.zip(p.children).forall { case (a, b) => a eq b }) p else p.withNewChildren(children)
   }
 
   /**

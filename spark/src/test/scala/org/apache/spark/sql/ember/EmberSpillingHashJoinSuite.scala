@@ -398,20 +398,24 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
       // The smaller side on the left: built on the left.
       val df = checkSparkAnswerAndNative(small.join(l, equi, "full_outer"), Nil)
       assert(joins(df).map(_.buildSide) == Seq(BuildLeft), df.queryExecution.executedPlan)
-      // A parent that needs the merge join's order keeps it a merge join: a second join on the same key reads
-      // the first one's output sorted, without a sort of its own.
-      val chained = checkSparkAnswerAndNative(
-        l.join(small, equi).join(r.select(col("rk").as("k2"), col("rv").as("v2")), col("lk") === col("k2")),
+      // A second join on the same key, planned as a merge join reading the first one's output sorted: both run
+      // as hash joins, the upper one needing no order.
+      val r2 = r.select(col("rk").as("k2"), col("rv").as("v2"))
+      val chained = checkSparkAnswerAndNative(l.join(small, equi).join(r2, col("lk") === col("k2")), Nil)
+      val plan = chained.queryExecution.executedPlan
+      assert(joins(chained).size == 2, plan)
+      assert(collectWithSubqueries(plan) { case s: SortMergeJoinExec => s }.isEmpty, plan)
+      // The upper join cannot be native (a Scala UDF in its condition): the lower one still is, sorted for it.
+      val lessThan = udf((a: Long, b: Long) => a < b)
+      val kept = checkSparkAnswerAndNative(
+        l.join(small, equi).join(r2, col("lk") === col("k2") && lessThan(col("lv"), col("v2"))),
         Nil
       )
-      val plan = chained.queryExecution.executedPlan
-      val smjs = collectWithSubqueries(plan) { case s: SortMergeJoinExec => s }
-      assert(joins(chained).size == 1 && smjs.size == 1, plan)
-      assert(
-        EmberExecRule
-          .fallbackReasons(smjs.head)
-          .exists(_.contains("needs the sort-merge join's output order"))
-      )
+      val keptPlan = kept.queryExecution.executedPlan
+      val smj = collectWithSubqueries(keptPlan) { case s: SortMergeJoinExec => s }
+      assert(smj.size == 1 && joins(kept).size == 1, keptPlan)
+      val sortedForIt = smj.head.collect { case s: EmberSortExec => s }
+      assert(sortedForIt.exists(_.find(_.isInstanceOf[EmberSpillingHashJoinExec]).isDefined), keptPlan)
     }
     // On by default; off, the merge join stays in Spark.
     withSQLConf(
