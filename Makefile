@@ -58,7 +58,7 @@ test-memory:
 
 # On demand: the same operators through Spark (EmberMemoryMatrixSuite: a local[2] session per budget, 8/16/32/64
 # MiB of off-heap memory per task, each query with Ember off, then twice on; EMBER_MEMORY_MATRIX_BUDGETS=8,16,
-# EMBER_MEMORY_MATRIX_CELLS=sort,join and EMBER_MEMORY_MATRIX_ROWS pick budgets, cells and input size; ~25 minutes on
+# EMBER_MEMORY_MATRIX_CELLS=sort,join and EMBER_MEMORY_MATRIX_ROWS pick budgets, cells and input size; ~5 minutes on
 # 2 cores). See docs/tuning.md.
 test-memory-spark: jar-dev
 	$(MVN) test -Dember.suites=org.apache.spark.sql.ondemand.EmberMemoryMatrixSuite
