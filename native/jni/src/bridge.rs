@@ -276,11 +276,11 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                         schema,
                         batch_size,
                         move || check_alive(&source),
-                        Box::new(move |n| {
-                            call_source("reporting pruned row groups failed", |env| {
-                                let n = JValue::Long(i64::try_from(n).unwrap_or(i64::MAX));
-                                env.call_method(&metrics, jni_str!("rowGroupsPruned"), jni_sig!("(J)V"), &[n])
-                                    .map(|_| ())
+                        Box::new(move |p| {
+                            call_source("reporting what the Parquet filters skipped failed", |env| {
+                                let long = |n: u64| JValue::Long(i64::try_from(n).unwrap_or(i64::MAX));
+                                let args = [long(p.row_groups), long(p.pages), long(p.rows)];
+                                env.call_method(&metrics, jni_str!("pruned"), jni_sig!("(JJJ)V"), &args).map(|_| ())
                             })
                         }),
                     )?;

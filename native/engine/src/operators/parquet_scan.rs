@@ -22,11 +22,17 @@
 //!   from the hybrid Julian calendar (Spark's switch table), and timestamps only where no value is before the
 //!   switch (rebasing those needs the JVM's time-zone rules: such a file fails the read, naming the key that
 //!   leaves the scan to Spark). TIMESTAMP_NTZ is never rebased.
-//! - **Filters** are not applied to rows: Spark keeps every data filter of a file scan in a filter above it.
-//!   Simple conjuncts of them (`column <op> literal`, IN, IS [NOT] NULL on integers, strings and dates) skip
-//!   row groups whose statistics prove that no row passes; only statistics that are exact bounds for the values
-//!   read are used (signed integers, strings by their byte order from non-deprecated statistics, dates of
-//!   files read as written), never floats, decimals, timestamps or INT96.
+//! - **Filters.** Spark keeps every data filter of a file scan in a filter above it, so the reader only ever
+//!   saves work, and an answer never depends on it. Simple conjuncts of the data filters (`column <op>
+//!   literal`, IN, IS [NOT] NULL) skip row groups whose statistics prove that no row passes, then pages whose
+//!   page-index statistics prove it, and (when the task asks) filter rows inside the reader: each conjunct's
+//!   column is decoded first and the other columns only for the rows that pass (arrow-rs's `RowFilter`).
+//!   Statistics are used only where they bound the values read exactly (signed integers, strings by their
+//!   byte order, dates read as written), never floats, decimals, timestamps or INT96; rows are compared as
+//!   Spark compares them (integers, dates, decimals, strings by bytes; NULL passes nothing but IS NULL).
+//!   Pages and rows are skipped only in row groups where no value could raise a rebase error, so skipping
+//!   never hides one. The row filter costs a second decode of its columns, so it pauses after a row
+//!   group where it did not pay (`ROW_FILTER_PAUSE`).
 //!
 //! Which scans come here (flat schemas, no partition columns, local files, rebase modes the reader keeps) is
 //! decided on the JVM side; everything else stays Spark's scan.
@@ -37,20 +43,23 @@ use std::fs::File;
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, Date32Array, PrimitiveArray, RecordBatch, RecordBatchOptions,
-    RecordBatchReader,
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, Date32Array, PrimitiveArray, RecordBatch,
+    RecordBatchOptions, RecordBatchReader,
 };
-use arrow::buffer::ScalarBuffer;
+use arrow::buffer::{BooleanBuffer, ScalarBuffer};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{
     DataType, Date32Type, Field, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
 };
 use arrow::error::ArrowError;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader};
+use parquet::arrow::arrow_reader::{
+    ArrowPredicate, ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowFilter, RowSelection, RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
-use parquet::file::metadata::{KeyValue, RowGroupMetaData};
+use parquet::file::metadata::{KeyValue, PageIndexPolicy, RowGroupMetaData};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
 use datafusion_common::ScalarValue;
 
@@ -101,8 +110,28 @@ pub struct ScanFilter {
     pub values: Vec<ScalarValue>,
 }
 
-/// A reported count of row groups skipped by statistics.
-pub type PrunedCallback = Box<dyn FnMut(u64) -> datafusion_common::Result<()> + Send>;
+/// What the filters saved, reported as the reader goes: row groups skipped by their statistics, pages skipped
+/// by the page index, and rows of the row groups read that the reader did not return (in skipped pages, or
+/// ruled out by the row filter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanPruning {
+    pub row_groups: u64,
+    pub pages: u64,
+    pub rows: u64,
+}
+
+/// Hears each [`ScanPruning`] as it happens.
+pub type PrunedCallback = Box<dyn FnMut(ScanPruning) -> datafusion_common::Result<()> + Send>;
+
+/// A row filter that does not pay — it keeps more than half of a row group's rows, or the rows it passes lie
+/// in runs too short to skip decoding (arrow-rs then decodes every row and drops some) — is left out for this
+/// many row groups.
+const ROW_FILTER_PAUSE: usize = 16;
+/// The mean run of passing rows below which arrow-rs decodes whole batches rather than skipping rows
+/// (`RowSelectionPolicy::Auto`'s threshold).
+const ROW_FILTER_MIN_RUN: u64 = 32;
+/// IN lists longer than this do not filter rows (the statistics still use them).
+const ROW_FILTER_MAX_IN: usize = 64;
 
 /// Spark's `LegacyBehaviorPolicy` for dates and timestamps that may have been written in the hybrid Julian
 /// calendar (Spark 2.x, or Spark 3 in LEGACY write mode).
@@ -240,11 +269,60 @@ enum ColumnSource {
     Missing,
 }
 
+/// A split being read, one row group at a time (each with its own page selection and row filter).
 struct OpenSplit {
-    reader: ParquetRecordBatchReader,
+    file: File,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// Per requested column: its root in the file, how it converts, and its leaf (for statistics).
+    wanted: Vec<Option<Wanted>>,
+    row_groups: VecDeque<usize>,
+    group: Option<GroupRead>,
     columns: Vec<ColumnSource>,
     path: String,
     partition_values: Vec<ScalarValue>,
+}
+
+#[derive(Debug, Clone)]
+struct Wanted {
+    root: usize,
+    convert: Convert,
+    leaf: Option<usize>,
+}
+
+/// One row group's reader and its counts.
+struct GroupRead {
+    reader: ParquetRecordBatchReader,
+    rows: u64,
+    /// Rows left after the page selection: what the row filter (if any) saw.
+    selected: u64,
+    returned: u64,
+    pages: u64,
+    row_filtered: bool,
+    /// The rows the last predicate passed and in how many runs (of the rows the others passed: about the
+    /// runs the other columns are decoded in).
+    last_pass: Arc<PassRuns>,
+}
+
+/// Per predicate in evaluation order: the rows it passed and in how many runs; the last one's are kept.
+#[derive(Debug, Default)]
+struct PassRuns(std::sync::Mutex<(usize, u64, u64)>);
+
+impl PassRuns {
+    fn add(&self, predicate: usize, passes: &BooleanBuffer) {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.0 != predicate {
+            *counts = (predicate, 0, 0);
+        }
+        counts.1 += passes.count_set_bits() as u64;
+        counts.2 += passes.set_slices().count() as u64;
+    }
+
+    /// The rows passed and their runs.
+    fn get(&self) -> (u64, u64) {
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (counts.1, counts.2)
+    }
 }
 
 /// The batches of a task's splits, in order, as the plan's input schema (Spark's requested schema).
@@ -258,6 +336,11 @@ pub struct ParquetScanReader<F> {
     splits: VecDeque<ParquetSplit>,
     filters: Vec<ScanFilter>,
     on_pruned: Option<PrunedCallback>,
+    /// Whether conjuncts filter rows inside the reader (else they only skip row groups and pages).
+    filter_rows: bool,
+    /// Row groups still to read without the row filter, and how many a pause lasts (see [`ROW_FILTER_PAUSE`]).
+    row_filter_pause: usize,
+    row_filter_pause_groups: usize,
     current: Option<OpenSplit>,
     /// Set after an error: the reader ends there.
     failed: bool,
@@ -306,17 +389,44 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             splits: splits.into(),
             filters: Vec::new(),
             on_pruned: None,
+            filter_rows: true,
+            row_filter_pause: 0,
+            row_filter_pause_groups: ROW_FILTER_PAUSE,
             current: None,
             failed: false,
             alive,
         })
     }
 
-    /// Skips row groups by `filters`' statistics; `on_pruned` hears how many each split skipped.
+    /// Skips row groups and pages by `filters`' statistics and filters rows by them; `on_pruned` hears what
+    /// was skipped.
     pub fn with_filters(mut self, filters: Vec<ScanFilter>, on_pruned: PrunedCallback) -> Self {
         self.filters = filters;
         self.on_pruned = Some(on_pruned);
         self
+    }
+
+    /// Whether the filters also filter rows inside the reader (default true); statistics are used either way.
+    pub fn with_row_filter(mut self, enabled: bool) -> Self {
+        self.filter_rows = enabled;
+        self
+    }
+
+    /// How many row groups are read without the row filter after one where it kept most rows (0: never
+    /// paused).
+    pub fn with_row_filter_pause(mut self, row_groups: usize) -> Self {
+        self.row_filter_pause_groups = row_groups;
+        self
+    }
+
+    fn report(&mut self, pruning: ScanPruning, file: &str) -> Result<(), ArrowError> {
+        if pruning == ScanPruning::default() {
+            return Ok(());
+        }
+        match self.on_pruned.as_mut() {
+            Some(report) => report(pruning).map_err(|e| failed_read(file, e)),
+            None => Ok(()),
+        }
     }
 
     /// Opens the next split that has row groups of its own; None when none is left.
@@ -327,7 +437,10 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             let file = File::open(&split.path).map_err(|e| context(&e))?;
             // Spark writes no Arrow schema into its files; one written by another tool is ignored too, so a
             // column reads as its Parquet type says (strings as Utf8, not whichever view type a writer chose).
-            let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+            let mut options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+            if !self.filters.is_empty() {
+                options = options.with_page_index_policy(PageIndexPolicy::Optional);
+            }
             let meta = ArrowReaderMetadata::load(&file, options.clone()).map_err(|e| context(&e))?;
             // INT96 reads as micros (Spark's precision) instead of arrow-rs's nanos, which overflow outside
             // 1677..2262.
@@ -428,6 +541,24 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                 }
             }
+            let leaves = meta.parquet_schema().columns();
+            let wanted: Vec<Option<Wanted>> = wanted
+                .into_iter()
+                .map(|w| {
+                    w.map(|(root, convert)| {
+                        let field = &meta.parquet_schema().root_schema().get_fields()[root];
+                        let leaf = field
+                            .is_primitive()
+                            .then(|| {
+                                leaves
+                                    .iter()
+                                    .position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == field.name())
+                            })
+                            .flatten();
+                        Wanted { root, convert, leaf }
+                    })
+                })
+                .collect();
             let row_groups = self.prune(&meta, &wanted, row_groups, &file_name)?;
             if row_groups.is_empty() {
                 continue;
@@ -436,22 +567,27 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             roots.dedup();
             // The projected batch holds the chosen roots in file order.
             let columns = wanted
-                .into_iter()
+                .iter()
                 .map(|w| match w {
                     None => ColumnSource::Missing,
-                    Some((root, convert)) => {
-                        ColumnSource::File { index: roots.binary_search(&root).expect("chosen root"), convert }
-                    }
+                    Some(w) => ColumnSource::File {
+                        index: roots.binary_search(&w.root).expect("chosen root"),
+                        convert: w.convert.clone(),
+                    },
                 })
                 .collect();
             let mask = ProjectionMask::roots(meta.parquet_schema(), roots);
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-                .with_projection(mask)
-                .with_row_groups(row_groups)
-                .with_batch_size(self.batch_size)
-                .build()
-                .map_err(|e| context(&e))?;
-            return Ok(Some(OpenSplit { reader, columns, path: file_name, partition_values: split.partition_values }));
+            return Ok(Some(OpenSplit {
+                file,
+                meta,
+                mask,
+                wanted,
+                row_groups: row_groups.into(),
+                group: None,
+                columns,
+                path: file_name,
+                partition_values: split.partition_values,
+            }));
         }
         Ok(None)
     }
@@ -460,45 +596,250 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
     fn prune(
         &mut self,
         meta: &ArrowReaderMetadata,
-        wanted: &[Option<(usize, Convert)>],
+        wanted: &[Option<Wanted>],
         row_groups: Vec<usize>,
         file: &str,
     ) -> Result<Vec<usize>, ArrowError> {
         if self.filters.is_empty() {
             return Ok(row_groups);
         }
-        let roots = meta.parquet_schema().root_schema().get_fields();
-        let leaves = meta.parquet_schema().columns();
-        // Per filter: the leaf column whose statistics bound the values read, if any.
-        let leaf_of: Vec<Option<usize>> = self
-            .filters
-            .iter()
-            .map(|f| {
-                let (root, convert) = wanted.get(f.column)?.as_ref()?;
-                let root = roots.get(*root)?;
-                if !root.is_primitive() || !stats_exact(root, convert) {
-                    return None;
-                }
-                leaves.iter().position(|c| c.path().parts().len() == 1 && c.path().parts()[0] == root.name())
-            })
-            .collect();
         let before = row_groups.len();
         let kept: Vec<usize> = row_groups
             .into_iter()
             .filter(|&rg| {
+                let quiet = self.quiet(meta, wanted, rg);
                 let rg = meta.metadata().row_group(rg);
-                !self.filters.iter().zip(&leaf_of).any(|(f, leaf)| {
-                    leaf.and_then(|l| rg.column(l).statistics()).is_some_and(|st| rules_out(f, st, rg.num_rows()))
+                !self.filters.iter().any(|f| {
+                    self.exact_leaf(meta, wanted, f.column, quiet)
+                        .and_then(|l| rg.column(l).statistics())
+                        .and_then(|st| Bounds::of_statistics(st, rg.num_rows()))
+                        .is_some_and(|b| rules_out(f, &b))
                 })
             })
             .collect();
-        let pruned = (before - kept.len()) as u64;
-        if pruned > 0 {
-            if let Some(report) = self.on_pruned.as_mut() {
-                report(pruned).map_err(|e| failed_read(file, e))?;
+        let row_groups = (before - kept.len()) as u64;
+        self.report(ScanPruning { row_groups, ..Default::default() }, file)?;
+        Ok(kept)
+    }
+
+    /// The leaf of requested column `column` if its statistics bound the values read exactly; `as_written`:
+    /// the row group's dates read as written whatever the rebase mode (see [`Self::quiet`]).
+    fn exact_leaf(
+        &self,
+        meta: &ArrowReaderMetadata,
+        wanted: &[Option<Wanted>],
+        column: usize,
+        as_written: bool,
+    ) -> Option<usize> {
+        let w = wanted.get(column)?.as_ref()?;
+        let root = &meta.parquet_schema().root_schema().get_fields()[w.root];
+        stats_exact(root, &w.convert, as_written).then_some(w.leaf).flatten()
+    }
+
+    /// Whether row group `rg` reads every value as written: no date or timestamp in it is before the calendar
+    /// switch where its rebase mode would fail the read (EXCEPTION) or change the value (LEGACY), as its
+    /// statistics prove. Only then may pages and rows be skipped, since skipping must never hide a rebase
+    /// error that reading them would raise.
+    fn quiet(&self, meta: &ArrowReaderMetadata, wanted: &[Option<Wanted>], rg: usize) -> bool {
+        use parquet::file::statistics::Statistics as S;
+        let rg = meta.metadata().row_group(rg);
+        wanted.iter().flatten().all(|w| {
+            let min = || w.leaf.and_then(|l| rg.column(l).statistics());
+            match &w.convert {
+                Convert::Days(m) | Convert::DaysAsMicros(m) if *m != RebaseMode::Corrected => match min() {
+                    Some(S::Int32(s)) => s.min_opt().is_some_and(|d| *d >= self.rebase.last_switch_julian_day),
+                    _ => false,
+                },
+                Convert::Timestamp { rebase: Some((m, int96)), unit, .. } if *m != RebaseMode::Corrected => {
+                    let per_unit = if *unit == TimeUnit::Millisecond { 1000 } else { 1 };
+                    match min() {
+                        Some(S::Int64(s)) if !*int96 => s
+                            .min_opt()
+                            .and_then(|v| v.checked_mul(per_unit))
+                            .is_some_and(|v| v >= self.rebase.last_switch_julian_ts),
+                        _ => false,
+                    }
+                }
+                _ => true,
+            }
+        })
+    }
+
+    /// The rows of row group `rg` on pages that the page index does not rule out, with the number of pages
+    /// ruled out; None when no page is.
+    fn page_selection(&self, open: &OpenSplit, rg: usize) -> Option<(RowSelection, u64)> {
+        let metadata = open.meta.metadata();
+        let (indexes, offsets) = (metadata.column_index()?.get(rg)?, metadata.offset_index()?.get(rg)?);
+        let rows = metadata.row_group(rg).num_rows();
+        let mut selection: Option<RowSelection> = None;
+        let mut pages = 0u64;
+        let mut leaves: Vec<usize> =
+            self.filters.iter().filter_map(|f| self.exact_leaf(&open.meta, &open.wanted, f.column, true)).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        for leaf in leaves {
+            let (Some(index), Some(offsets)) = (indexes.get(leaf), offsets.get(leaf)) else { continue };
+            if !index_ordered(metadata, leaf, index) {
+                continue;
+            }
+            let locations = offsets.page_locations();
+            if index.num_pages() as usize != locations.len() {
+                continue;
+            }
+            let filters: Vec<&ScanFilter> = self
+                .filters
+                .iter()
+                .filter(|f| self.exact_leaf(&open.meta, &open.wanted, f.column, true) == Some(leaf))
+                .collect();
+            let mut selectors = Vec::with_capacity(locations.len());
+            let mut ruled_out = 0u64;
+            for (p, location) in locations.iter().enumerate() {
+                let end = locations.get(p + 1).map_or(rows, |l| l.first_row_index);
+                let len = usize::try_from(end - location.first_row_index).ok()?;
+                let bounds = Bounds::of_page(index, p, len as i64);
+                if bounds.is_some_and(|b| filters.iter().any(|f| rules_out(f, &b))) {
+                    ruled_out += 1;
+                    selectors.push(RowSelector::skip(len));
+                } else {
+                    selectors.push(RowSelector::select(len));
+                }
+            }
+            if ruled_out > 0 {
+                pages += ruled_out;
+                let s = RowSelection::from(selectors);
+                selection = Some(match selection {
+                    None => s,
+                    Some(prev) => prev.intersection(&s),
+                });
             }
         }
-        Ok(kept)
+        selection.map(|s| (s, pages))
+    }
+
+    /// One predicate per filtered column (the conjuncts on it ANDed), cheap types first, for row group `rg`.
+    fn predicates(&self, open: &OpenSplit, rg: usize, last_pass: &Arc<PassRuns>) -> Vec<Box<dyn ArrowPredicate>> {
+        use parquet::file::statistics::Statistics;
+        let mut columns: Vec<usize> = self.filters.iter().map(|f| f.column).collect();
+        columns.dedup();
+        let mut seen = std::collections::HashSet::new();
+        columns.retain(|c| seen.insert(*c));
+        let target = |c: usize| self.schema.field(c).data_type().clone();
+        let cost = |dt: &DataType| match dt {
+            DataType::Utf8 => 2,
+            DataType::Decimal128(..) => 1,
+            _ => 0,
+        };
+        columns.sort_by_key(|c| cost(&target(*c)));
+        let rg_meta = open.meta.metadata().row_group(rg);
+        let mut predicates: Vec<Box<dyn ArrowPredicate>> = Vec::new();
+        for column in columns {
+            let Some(w) = open.wanted.get(column).and_then(|w| w.as_ref()) else { continue };
+            let to = target(column);
+            let filterable = matches!(
+                to,
+                DataType::Int8
+                    | DataType::Int16
+                    | DataType::Int32
+                    | DataType::Int64
+                    | DataType::Date32
+                    | DataType::Utf8
+                    | DataType::Decimal128(..)
+            );
+            let converts = match &w.convert {
+                Convert::AsIs | Convert::Days(_) => true,
+                Convert::Cast(_) => !matches!(to, DataType::Utf8),
+                _ => false,
+            };
+            if !filterable || !converts {
+                continue;
+            }
+            let no_nulls = w
+                .leaf
+                .and_then(|l| rg_meta.column(l).statistics())
+                .and_then(Statistics::null_count_opt)
+                .is_some_and(|n| n == 0);
+            let conjuncts: Vec<ScanFilter> = self
+                .filters
+                .iter()
+                .filter(|f| f.column == column)
+                .filter(|f| f.values.iter().all(|v| v.data_type() == to))
+                .filter(|f| !(f.op == FilterOp::IsNotNull && no_nulls))
+                .filter(|f| f.op != FilterOp::In || f.values.len() <= ROW_FILTER_MAX_IN)
+                .cloned()
+                .collect();
+            if conjuncts.is_empty() {
+                continue;
+            }
+            let (convert, rebase, path, name) =
+                (w.convert.clone(), self.rebase, open.path.clone(), self.schema.field(column).name().clone());
+            let mask = ProjectionMask::roots(open.meta.parquet_schema(), [w.root]);
+            let (runs, predicate) = (last_pass.clone(), predicates.len());
+            predicates.push(Box::new(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+                let column = match &convert {
+                    Convert::Cast(to) => {
+                        cast_with_options(batch.column(0), to, &CastOptions { safe: false, ..Default::default() })?
+                    }
+                    other => convert_temporal(batch.column(0), other, &rebase, &path, &name)?,
+                };
+                let mut passes = BooleanBuffer::new_set(column.len());
+                for f in &conjuncts {
+                    passes = &passes & &conjunct_passes(f, &column)?;
+                }
+                runs.add(predicate, &passes);
+                Ok(BooleanArray::new(passes, None))
+            })));
+        }
+        predicates
+    }
+
+    /// The reader of row group `rg` of `open`, with the pages and rows its filters skip; None when its pages
+    /// rule out every row.
+    fn open_group(&mut self, open: &OpenSplit, rg: usize) -> Result<Option<GroupRead>, ArrowError> {
+        let context = |e: &dyn std::fmt::Display| failed_read(&open.path, e);
+        let rows = open.meta.metadata().row_group(rg).num_rows().max(0) as u64;
+        let file = open.file.try_clone().map_err(|e| context(&e))?;
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, open.meta.clone())
+            .with_projection(open.mask.clone())
+            .with_row_groups(vec![rg])
+            .with_batch_size(self.batch_size);
+        let (mut selected, mut pages, mut row_filtered) = (rows, 0, false);
+        let last_pass = Arc::new(PassRuns::default());
+        if !self.filters.is_empty() && self.quiet(&open.meta, &open.wanted, rg) {
+            if let Some((selection, ruled_out)) = self.page_selection(open, rg) {
+                selected = selection.row_count() as u64;
+                pages = ruled_out;
+                builder = builder.with_row_selection(selection);
+            }
+            if selected == 0 {
+                self.report(ScanPruning { pages, rows, ..Default::default() }, &open.path)?;
+                return Ok(None);
+            }
+            if self.filter_rows {
+                if self.row_filter_pause > 0 {
+                    self.row_filter_pause -= 1;
+                } else {
+                    let predicates = self.predicates(open, rg, &last_pass);
+                    if !predicates.is_empty() {
+                        builder = builder.with_row_filter(RowFilter::new(predicates));
+                        row_filtered = true;
+                    }
+                }
+            }
+        }
+        // The row filter is evaluated here, over the whole row group.
+        let reader = builder.build().map_err(|e| context(&e))?;
+        Ok(Some(GroupRead { reader, rows, selected, returned: 0, pages, row_filtered, last_pass }))
+    }
+
+    /// Reports what a finished row group's filters skipped and pauses a row filter that kept most rows.
+    fn finish_group(&mut self, group: &GroupRead, file: &str) -> Result<(), ArrowError> {
+        let (passed, runs) = group.last_pass.get();
+        let short_runs = runs > 0 && passed < runs * ROW_FILTER_MIN_RUN;
+        if group.row_filtered && (group.returned * 2 > group.selected || short_runs) {
+            self.row_filter_pause = self.row_filter_pause_groups;
+        }
+        let rows = group.rows.saturating_sub(group.returned);
+        self.report(ScanPruning { pages: group.pages, rows, ..Default::default() }, file)
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
@@ -506,21 +847,41 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             if let Err(e) = (self.alive)() {
                 return Some(Err(ArrowError::ExternalError(Box::new(e))));
             }
-            if self.current.is_none() {
-                match self.open_next() {
-                    Ok(Some(open)) => self.current = Some(open),
+            let mut open = match self.current.take() {
+                Some(open) => open,
+                None => match self.open_next() {
+                    Ok(Some(open)) => open,
                     Ok(None) => return None,
+                    Err(e) => return Some(Err(e)),
+                },
+            };
+            if open.group.is_none() {
+                let Some(rg) = open.row_groups.pop_front() else { continue };
+                match self.open_group(&open, rg) {
+                    Ok(Some(group)) => open.group = Some(group),
+                    Ok(None) => {
+                        self.current = Some(open);
+                        continue;
+                    }
                     Err(e) => return Some(Err(e)),
                 }
             }
-            let open = self.current.as_mut().expect("an open split");
-            match open.reader.next() {
+            let group = open.group.as_mut().expect("an open row group");
+            match group.reader.next() {
                 Some(Ok(batch)) => {
-                    let open = self.current.as_ref().expect("an open split");
-                    return Some(self.convert(open, batch));
+                    group.returned += batch.num_rows() as u64;
+                    let converted = self.convert(&open, batch);
+                    self.current = Some(open);
+                    return Some(converted);
                 }
                 Some(Err(e)) => return Some(Err(failed_read(&open.path, e))),
-                None => self.current = None,
+                None => {
+                    let group = open.group.take().expect("an open row group");
+                    if let Err(e) = self.finish_group(&group, &open.path) {
+                        return Some(Err(e));
+                    }
+                    self.current = Some(open);
+                }
             }
         }
     }
@@ -557,9 +918,10 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
 }
 
 /// Whether a file column's statistics bound the values the scan reads from it: signed integers (read as is
-/// or widened), DATE read as written, strings in byte order. Never floats (NaN, -0.0), decimals, timestamps,
-/// INT96, unsigned integers, or rebased dates.
-fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert) -> bool {
+/// or widened), DATE read as written (CORRECTED, or `as_written`: a row group with no date before the switch),
+/// strings in byte order. Never floats (NaN, -0.0), decimals, timestamps, INT96, unsigned integers, or rebased
+/// dates.
+fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert, as_written: bool) -> bool {
     use parquet::basic::{ConvertedType, LogicalType};
     let info = column.get_basic_info();
     let unsigned = matches!(info.logical_type_ref(), Some(LogicalType::Integer(int)) if !int.is_signed)
@@ -570,31 +932,98 @@ fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert) -> bool
     match (column.get_physical_type(), convert) {
         (PhysicalType::INT32 | PhysicalType::INT64, Convert::AsIs | Convert::Cast(_)) => !unsigned,
         (PhysicalType::INT32, Convert::Days(RebaseMode::Corrected)) => true,
+        (PhysicalType::INT32, Convert::Days(_)) => as_written,
         (PhysicalType::BYTE_ARRAY, Convert::AsIs) => true,
         _ => false,
     }
 }
 
-/// Whether statistics `st` of a row group of `rows` rows prove `f` false or NULL for every row.
-fn rules_out(f: &ScanFilter, st: &parquet::file::statistics::Statistics, rows: i64) -> bool {
-    use parquet::file::statistics::Statistics as S;
+/// A bound of a column's values in statistics: an integer (INT32 / INT64) or bytes (BYTE_ARRAY).
+#[derive(Debug, Clone, Copy)]
+enum Bound<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+/// What statistics say of `rows` values (a row group's, or a page's from the page index): lower and upper
+/// bounds of the non-NULL values, and how many are NULL.
+#[derive(Debug, Clone, Copy)]
+struct Bounds<'a> {
+    min: Option<Bound<'a>>,
+    max: Option<Bound<'a>>,
+    nulls: Option<u64>,
+    rows: i64,
+}
+
+impl<'a> Bounds<'a> {
+    fn of_statistics(st: &'a parquet::file::statistics::Statistics, rows: i64) -> Option<Self> {
+        use parquet::file::statistics::Statistics as S;
+        let (min, max) = match st {
+            S::Int32(s) => (s.min_opt().map(|v| Bound::Int(*v as i64)), s.max_opt().map(|v| Bound::Int(*v as i64))),
+            S::Int64(s) => (s.min_opt().map(|v| Bound::Int(*v)), s.max_opt().map(|v| Bound::Int(*v))),
+            S::ByteArray(s) if !st.is_min_max_deprecated() => {
+                (s.min_opt().map(|v| Bound::Bytes(v.data())), s.max_opt().map(|v| Bound::Bytes(v.data())))
+            }
+            _ => (None, None),
+        };
+        Some(Self { min, max, nulls: st.null_count_opt(), rows })
+    }
+
+    /// Page `page` of a column index, holding `rows` rows; None for a type whose bounds are not used.
+    fn of_page(index: &'a ColumnIndexMetaData, page: usize, rows: i64) -> Option<Self> {
+        let nulls = index.null_count(page).and_then(|n| u64::try_from(n).ok());
+        let (min, max) = match index {
+            ColumnIndexMetaData::INT32(i) => {
+                (i.min_value(page).map(|v| Bound::Int(*v as i64)), i.max_value(page).map(|v| Bound::Int(*v as i64)))
+            }
+            ColumnIndexMetaData::INT64(i) => {
+                (i.min_value(page).map(|v| Bound::Int(*v)), i.max_value(page).map(|v| Bound::Int(*v)))
+            }
+            ColumnIndexMetaData::BYTE_ARRAY(i) => {
+                (i.min_value(page).map(Bound::Bytes), i.max_value(page).map(Bound::Bytes))
+            }
+            _ => return None,
+        };
+        // A page of NULLs only has no bounds and may not say how many NULLs it holds.
+        let nulls = if index.is_null_page(page) { Some(rows.max(0) as u64) } else { nulls };
+        Some(Self { min, max, nulls, rows })
+    }
+}
+
+/// Whether a column index orders its values as the scan compares them: integers signed, byte arrays by
+/// unsigned bytes (the type-defined order; a file from a writer that predates column orders is not trusted).
+fn index_ordered(
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    leaf: usize,
+    index: &ColumnIndexMetaData,
+) -> bool {
+    use parquet::basic::{ColumnOrder, SortOrder};
+    match index {
+        ColumnIndexMetaData::INT32(_) | ColumnIndexMetaData::INT64(_) => true,
+        ColumnIndexMetaData::BYTE_ARRAY(_) => {
+            matches!(metadata.file_metadata().column_order(leaf), ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED))
+        }
+        _ => false,
+    }
+}
+
+/// Whether statistics `b` prove `f` false or NULL for every row they cover.
+fn rules_out(f: &ScanFilter, b: &Bounds) -> bool {
     use std::cmp::Ordering;
-    let nulls = st.null_count_opt();
-    let all_null = nulls.is_some_and(|n| i64::try_from(n).is_ok_and(|n| n == rows));
+    let all_null = b.nulls.is_some_and(|n| i64::try_from(n).is_ok_and(|n| n == b.rows));
     match f.op {
-        FilterOp::IsNull => return nulls == Some(0),
+        FilterOp::IsNull => return b.nulls == Some(0),
         FilterOp::IsNotNull => return all_null,
         _ => {}
     }
     // A comparison is NULL on NULL rows: a row group of NULLs passes none.
-    if all_null && rows > 0 {
+    if all_null && b.rows > 0 {
         return true;
     }
     // The literal's place relative to [min, max], as (literal vs min, literal vs max).
     let place = |v: &ScalarValue| -> Option<(Ordering, Ordering)> {
-        match st {
-            S::Int32(s) => {
-                let (min, max) = (*s.min_opt()? as i64, *s.max_opt()? as i64);
+        match (b.min?, b.max?) {
+            (Bound::Int(min), Bound::Int(max)) => {
                 let v = match v {
                     ScalarValue::Int8(Some(x)) => *x as i64,
                     ScalarValue::Int16(Some(x)) => *x as i64,
@@ -605,13 +1034,7 @@ fn rules_out(f: &ScanFilter, st: &parquet::file::statistics::Statistics, rows: i
                 };
                 Some((v.cmp(&min), v.cmp(&max)))
             }
-            S::Int64(s) => {
-                let (min, max) = (*s.min_opt()?, *s.max_opt()?);
-                let ScalarValue::Int64(Some(v)) = v else { return None };
-                Some((v.cmp(&min), v.cmp(&max)))
-            }
-            S::ByteArray(s) if !st.is_min_max_deprecated() => {
-                let (min, max) = (s.min_opt()?.data(), s.max_opt()?.data());
+            (Bound::Bytes(min), Bound::Bytes(max)) => {
                 let ScalarValue::Utf8(Some(v)) = v else { return None };
                 Some((v.as_bytes().cmp(min), v.as_bytes().cmp(max)))
             }
@@ -637,6 +1060,41 @@ fn rules_out(f: &ScanFilter, st: &parquet::file::statistics::Statistics, rows: i
         },
         _ => false,
     }
+}
+
+/// The rows of `column` (converted to the requested type, that of `f`'s literals) for which `f` is true, as
+/// Spark evaluates it: a comparison with NULL, or of a NULL, is not true; an IN list matches its non-NULL
+/// values.
+fn conjunct_passes(f: &ScanFilter, column: &ArrayRef) -> Result<BooleanBuffer, ArrowError> {
+    use arrow::compute::kernels::cmp;
+    let scalar = |v: &ScalarValue| v.to_scalar().map_err(|e| ArrowError::ComputeError(e.to_string()));
+    let result: BooleanArray = match (f.op, f.values.as_slice()) {
+        (FilterOp::IsNull, _) => arrow::compute::is_null(column)?,
+        (FilterOp::IsNotNull, _) => arrow::compute::is_not_null(column)?,
+        (FilterOp::In, values) => {
+            let mut any = BooleanArray::new(BooleanBuffer::new_unset(column.len()), None);
+            for v in values.iter().filter(|v| !v.is_null()) {
+                any = arrow::compute::or(&any, &cmp::eq(column, &scalar(v)?)?)?;
+            }
+            any
+        }
+        (op, [v]) => {
+            let v = scalar(v)?;
+            match op {
+                FilterOp::Eq => cmp::eq(column, &v)?,
+                FilterOp::Lt => cmp::lt(column, &v)?,
+                FilterOp::Le => cmp::lt_eq(column, &v)?,
+                FilterOp::Gt => cmp::gt(column, &v)?,
+                _ => cmp::gt_eq(column, &v)?,
+            }
+        }
+        // A comparison without its one literal filters nothing.
+        _ => return Ok(BooleanBuffer::new_set(column.len())),
+    };
+    Ok(match result.nulls() {
+        Some(valid) => result.values() & valid.inner(),
+        None => result.values().clone(),
+    })
 }
 
 /// The conversion of a file column to a requested date or timestamp, as Spark's
@@ -1421,11 +1879,12 @@ mod tests {
             .unwrap()
             .with_filters(
                 filters,
-                Box::new(move |n| {
-                    counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                Box::new(move |p| {
+                    counter.fetch_add(p.row_groups, std::sync::atomic::Ordering::Relaxed);
                     Ok(())
                 }),
-            );
+            )
+            .with_row_filter(false);
             let rows = reader.map(|b| b.unwrap().num_rows()).sum();
             (rows, pruned.load(std::sync::atomic::Ordering::Relaxed))
         };
@@ -1452,5 +1911,279 @@ mod tests {
         // Nothing is proved by a NULL literal, a literal of another type, or no statistics.
         assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Int64(None)])]), (1000, 0));
         assert_eq!(run(vec![f(0, FilterOp::Eq, vec![ScalarValue::Float64(Some(1.0))])]), (1000, 0));
+    }
+    /// A file of `rows` rows sorted by `id` (BIGINT), with INT `v`, DATE `d`, STRING `s` (multi-byte) and
+    /// DECIMAL(10,2) `m`, each with NULLs, in row groups of `group` rows and pages of 50 rows; `ancient`: one
+    /// date before 1582 (at id 5).
+    fn write_typed(dir: &std::path::Path, rows: i64, group: usize, seed: u64, ancient: bool) -> Vec<ParquetSplit> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("v", DataType::Int32, true),
+            Field::new("d", DataType::Date32, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("m", DataType::Decimal128(10, 2), true),
+        ]));
+        let path = dir.join(format!("typed{seed}{ancient}.parquet"));
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .set_data_page_row_count_limit(50)
+            .set_write_batch_size(50)
+            .build();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
+        let words = ["", "a", "ab", "b", "é", "ü€", "z", "日本", "\u{1F600}"];
+        let ids: Vec<i64> = (0..rows).collect();
+        let v: Int32Array = ids.iter().map(|_| rng.random_bool(0.9).then(|| rng.random_range(-20..20))).collect();
+        let d: Date32Array = ids
+            .iter()
+            .map(|i| match *i {
+                5 if ancient => Some(-200_000),
+                _ => rng.random_bool(0.9).then(|| rng.random_range(-7000..20000)),
+            })
+            .collect();
+        let s: StringArray =
+            ids.iter().map(|_| rng.random_bool(0.9).then(|| words[rng.random_range(0..words.len())])).collect();
+        let m = arrow::array::Decimal128Array::from(
+            ids.iter().map(|_| rng.random_bool(0.9).then(|| rng.random_range(-500i128..500))).collect::<Vec<_>>(),
+        )
+        .with_precision_and_scale(10, 2)
+        .unwrap();
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(Int64Array::from(ids)), Arc::new(v), Arc::new(d), Arc::new(s), Arc::new(m)];
+        w.write(&RecordBatch::try_new(schema, columns).unwrap()).unwrap();
+        w.close().unwrap();
+        whole(&path)
+    }
+
+    fn typed_fields() -> (Vec<Field>, Vec<&'static str>) {
+        let fields = vec![
+            Field::new("c0", DataType::Int64, true),
+            Field::new("c1", DataType::Int32, true),
+            Field::new("c2", DataType::Date32, true),
+            Field::new("c3", DataType::Utf8, true),
+            Field::new("c4", DataType::Decimal128(10, 2), true),
+        ];
+        (fields, vec!["id", "v", "d", "s", "m"])
+    }
+
+    /// Reads `splits` with `filters`; the rows and what the reader reported skipping.
+    fn read_filtered(
+        splits: Vec<ParquetSplit>,
+        filters: Vec<ScanFilter>,
+        filter_rows: bool,
+    ) -> Result<(Vec<RecordBatch>, ScanPruning), ArrowError> {
+        let (fields, names) = typed_fields();
+        let seen = Arc::new(std::sync::Mutex::new(ScanPruning::default()));
+        let sink = seen.clone();
+        let reader = ParquetScanReader::new(
+            Arc::new(Schema::new(fields)),
+            names.iter().map(|n| n.to_string()).collect(),
+            false,
+            defaults(),
+            splits,
+            64,
+            || Ok(()),
+        )?
+        .with_filters(
+            filters,
+            Box::new(move |p| {
+                let mut s = sink.lock().unwrap();
+                s.row_groups += p.row_groups;
+                s.pages += p.pages;
+                s.rows += p.rows;
+                Ok(())
+            }),
+        )
+        .with_row_filter(filter_rows)
+        .with_row_filter_pause(0);
+        let batches = reader.collect::<Result<Vec<_>, _>>()?;
+        let seen = *seen.lock().unwrap();
+        Ok((batches, seen))
+    }
+
+    /// Spark's value of conjunct `f` on row `row` of `batch`: Some(true) passes.
+    fn spark_truth(f: &ScanFilter, batch: &RecordBatch, row: usize) -> Option<bool> {
+        use std::cmp::Ordering;
+        let column = batch.column(f.column);
+        let value = ScalarValue::try_from_array(column, row).unwrap();
+        match f.op {
+            FilterOp::IsNull => return Some(value.is_null()),
+            FilterOp::IsNotNull => return Some(!value.is_null()),
+            _ => {}
+        }
+        if value.is_null() {
+            return None;
+        }
+        let cmp = |lit: &ScalarValue| -> Option<Ordering> {
+            if lit.is_null() {
+                return None;
+            }
+            Some(match (&value, lit) {
+                (ScalarValue::Utf8(Some(a)), ScalarValue::Utf8(Some(b))) => a.as_bytes().cmp(b.as_bytes()),
+                (a, b) => a.partial_cmp(b).expect("same types"),
+            })
+        };
+        match f.op {
+            FilterOp::In => {
+                if f.values.iter().any(|l| cmp(l) == Some(Ordering::Equal)) {
+                    Some(true)
+                } else if f.values.iter().any(|l| l.is_null()) {
+                    None
+                } else {
+                    Some(false)
+                }
+            }
+            op => cmp(&f.values[0]).map(|o| match op {
+                FilterOp::Eq => o == Ordering::Equal,
+                FilterOp::Lt => o == Ordering::Less,
+                FilterOp::Le => o != Ordering::Greater,
+                FilterOp::Gt => o == Ordering::Greater,
+                _ => o != Ordering::Less,
+            }),
+        }
+    }
+
+    /// Random conjuncts over every column type, literals drawn from the data (and NULLs): the reader returns
+    /// exactly the rows where every conjunct is true, in file order, and reports the rest as skipped — with
+    /// the row filter, and with pages alone (then a superset: whole pages).
+    #[test]
+    fn rows_filtered_in_the_reader_are_exactly_those_every_conjunct_passes() {
+        use rand::{Rng, SeedableRng};
+        let dir = tempfile::tempdir().unwrap();
+        let splits = write_typed(dir.path(), 3000, 700, 7, false);
+        let (all, _) = read_filtered(splits.clone(), vec![], true).unwrap();
+        let all = arrow::compute::concat_batches(&all[0].schema(), &all).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let ops = [FilterOp::Eq, FilterOp::Lt, FilterOp::Le, FilterOp::Gt, FilterOp::Ge];
+        let (mut skipped_pages, mut skipped_rows) = (0, 0);
+        for case in 0..300 {
+            let lit = |column: usize, rng: &mut rand::rngs::StdRng| {
+                ScalarValue::try_from_array(all.column(column), rng.random_range(0..3000)).unwrap()
+            };
+            let filters: Vec<ScanFilter> = (0..rng.random_range(1..4))
+                .map(|_| {
+                    let column = rng.random_range(0..5);
+                    match rng.random_range(0..10) {
+                        0 => ScanFilter { column, op: FilterOp::IsNull, values: vec![] },
+                        1 => ScanFilter { column, op: FilterOp::IsNotNull, values: vec![] },
+                        2 => {
+                            let values = (0..3).map(|_| lit(column, &mut rng)).collect();
+                            ScanFilter { column, op: FilterOp::In, values }
+                        }
+                        _ => {
+                            let op = ops[rng.random_range(0..5)];
+                            ScanFilter { column, op, values: vec![lit(column, &mut rng)] }
+                        }
+                    }
+                })
+                .collect();
+            let expected: Vec<i64> = (0..all.num_rows())
+                .filter(|&r| filters.iter().all(|f| spark_truth(f, &all, r) == Some(true)))
+                .map(|r| all.column(0).as_primitive::<Int64Type>().value(r))
+                .collect();
+            let (got, seen) = read_filtered(splits.clone(), filters.clone(), true).unwrap();
+            assert_eq!(ids(&got, 0), expected, "case {case}: {filters:?}");
+            // Every row of the row groups read is returned or reported skipped.
+            let returned = got.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+            assert!(returned + seen.rows <= 3000, "case {case}");
+            if seen.row_groups == 0 {
+                assert_eq!(returned + seen.rows, 3000, "case {case}");
+            }
+            // Pages alone: whole pages, a superset of the rows that pass.
+            let (pages, seen_pages) = read_filtered(splits.clone(), filters.clone(), false).unwrap();
+            let pages = ids(&pages, 0);
+            assert!(expected.iter().all(|id| pages.binary_search(id).is_ok()), "case {case}: {filters:?}");
+            assert_eq!(seen_pages.pages, seen.pages, "case {case}");
+            skipped_pages += seen_pages.pages;
+            skipped_rows += seen.rows;
+        }
+        assert!(skipped_pages > 0 && skipped_rows > 0, "{skipped_pages} pages, {skipped_rows} rows");
+    }
+
+    /// Pages skipped by the page index on a sorted column, counted; with the row filter the rows are exact.
+    #[test]
+    fn pages_skipped_by_the_page_index_and_rows_by_the_row_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        // 3000 sorted ids in row groups of 1000 and pages of 50 rows.
+        let splits = write_typed(dir.path(), 3000, 1000, 3, false);
+        let f = |op, v| ScanFilter { column: 0, op, values: vec![ScalarValue::Int64(Some(v))] };
+        let filters = vec![f(FilterOp::Ge, 1225), f(FilterOp::Lt, 1360)];
+        let (pages, seen) = read_filtered(splits.clone(), filters.clone(), false).unwrap();
+        // Row group 1 alone; its pages 1200..1250, 1250..1300, 1300..1350, 1350..1400: 16 of 20 skipped.
+        assert_eq!(ids(&pages, 0), (1200..1400).collect::<Vec<_>>());
+        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 800 });
+        let (rows, seen) = read_filtered(splits, filters, true).unwrap();
+        assert_eq!(ids(&rows, 0), (1225..1360).collect::<Vec<_>>());
+        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 1000 - 135 });
+    }
+
+    /// A date before the switch in EXCEPTION mode fails the read whatever the filters would skip, as reading
+    /// it does: pages and rows are skipped only in row groups whose statistics prove no such date.
+    #[test]
+    fn skipping_never_hides_a_rebase_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ancient = write_typed(dir.path(), 1000, 1000, 5, true);
+        let filters = vec![ScanFilter { column: 0, op: FilterOp::Gt, values: vec![ScalarValue::Int64(Some(500))] }];
+        for filter_rows in [true, false] {
+            let err = read_filtered(ancient.clone(), filters.clone(), filter_rows).unwrap_err();
+            assert!(err.to_string().contains("READ_ANCIENT_DATETIME"), "{err}");
+        }
+        let modern = write_typed(dir.path(), 1000, 1000, 5, false);
+        let (rows, seen) = read_filtered(modern, filters, true).unwrap();
+        assert_eq!(ids(&rows, 0), (501..1000).collect::<Vec<_>>());
+        assert_eq!(seen, ScanPruning { row_groups: 0, pages: 10, rows: 501 });
+    }
+
+    /// A row filter that does not pay — it keeps more than half of a row group's rows, or the rows it passes lie
+    /// in short runs — is left out for the next row groups (Spark's filter above still drops their rows); a
+    /// selective filter whose rows come in long runs keeps filtering.
+    #[test]
+    fn a_row_filter_that_does_not_pay_pauses() {
+        use rand::{Rng, SeedableRng};
+        let dir = tempfile::tempdir().unwrap();
+        // 3000 rows in row groups of 300: `k` = (id / 50) % 4 (runs of 50), `r` random in 0..4.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, false),
+            Field::new("r", DataType::Int32, false),
+        ]));
+        let path = dir.path().join("runs.parquet");
+        let props = WriterProperties::builder().set_max_row_group_row_count(Some(300)).build();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let k: Int32Array = (0..3000).map(|i| (i / 50) % 4).collect();
+        let r: Int32Array = (0..3000).map(|_| rng.random_range(0..4)).collect();
+        w.write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(k.clone()), Arc::new(r.clone())]).unwrap())
+            .unwrap();
+        w.close().unwrap();
+        let read = |filter: ScanFilter| -> usize {
+            ParquetScanReader::new(
+                schema.clone(),
+                vec!["k".into(), "r".into()],
+                false,
+                defaults(),
+                whole(&path),
+                1024,
+                || Ok(()),
+            )
+            .unwrap()
+            .with_filters(vec![filter], Box::new(|_| Ok(())))
+            .with_row_filter_pause(3)
+            .map(|b| b.unwrap().num_rows())
+            .sum()
+        };
+        let eq = |column, v| ScanFilter { column, op: FilterOp::Eq, values: vec![ScalarValue::Int32(Some(v))] };
+        let matching = |a: &Int32Array, groups: &[usize], v: i32| -> usize {
+            groups.iter().map(|g| a.values()[g * 300..(g + 1) * 300].iter().filter(|x| **x == v).count()).sum()
+        };
+        let all = |groups: &[usize]| groups.len() * 300;
+        // Selective, in runs of 50: filtered in every row group.
+        assert_eq!(read(eq(0, 0)), 750);
+        // Selective but scattered: filtered in row groups 0, 4 and 8 only.
+        assert_eq!(read(eq(1, 2)), matching(&r, &[0, 4, 8], 2) + all(&[1, 2, 3, 5, 6, 7, 9]));
+        // Keeps three quarters: likewise.
+        let most = ScanFilter { column: 0, op: FilterOp::Le, values: vec![ScalarValue::Int32(Some(2))] };
+        let kept: usize = [0usize, 4, 8].iter().map(|g| 300 - matching(&k, &[*g], 3)).sum();
+        assert_eq!(read(most), kept + all(&[1, 2, 3, 5, 6, 7, 9]));
     }
 }

@@ -11,7 +11,7 @@ use crate::operators::parquet_scan::{
 };
 
 /// The reader of `task` into `schema` (the plan's `Input` leaf), in batches of `batch_size` rows; `alive` is
-/// asked between batches whether the task goes on, `on_pruned` told how many row groups the filters skipped.
+/// asked between batches whether the task goes on, `on_pruned` told what the filters skipped.
 pub fn parquet_scan_reader<F>(
     task: pb::ParquetScanTask,
     schema: SchemaRef,
@@ -80,5 +80,5 @@ where
         .collect::<Result<Vec<_>>>()?;
     let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)
         .map_err(|e| plan_error(e.to_string()))?;
-    Ok(reader.with_filters(filters, on_pruned))
+    Ok(reader.with_filters(filters, on_pruned).with_row_filter(task.filter_rows))
 }

@@ -341,10 +341,22 @@ object EmberConf {
   val PARQUET_SCAN_PUSHDOWN: Entry[Boolean] = bool(
     "spark.ember.parquetScan.pushdown.enabled",
     default = true,
-    "In the native Parquet scan, skip row groups whose statistics prove that no row passes a simple conjunct of " +
-      "the scan's data filters (a column compared with literals, IN, IS [NOT] NULL on integer, string and date " +
-      "columns). Spark still applies every filter above the scan, so answers never depend on it; the input's " +
-      "parquetRowGroupsPruned metric counts the skipped row groups."
+    "In the native Parquet scan, use simple conjuncts of the scan's data filters (a column compared with " +
+      "literals, IN, IS [NOT] NULL on integer, date, decimal and string columns) to skip row groups and pages " +
+      "whose statistics prove that no row passes, and to filter rows inside the reader (see " +
+      "spark.ember.parquetScan.rowFilter.enabled). Spark still applies every filter above the scan, so answers " +
+      "never depend on it; the input's parquetRowGroupsPruned, parquetPagesPruned and parquetRowsSkipped " +
+      "metrics count what was skipped."
+  )
+
+  val PARQUET_SCAN_ROW_FILTER: Entry[Boolean] = bool(
+    "spark.ember.parquetScan.rowFilter.enabled",
+    default = false,
+    "With pushdown on, also filter rows inside the native Parquet reader: the filtered columns are decoded " +
+      "first and the others only for the rows that pass. It costs a second decode of the filtered columns (Spark " +
+      "still filters above the scan), so a row group where it keeps more than half of the rows, or passes them " +
+      "in runs shorter than 32 rows, pauses it for the next 16 row groups. Off by default: it did not pay on " +
+      "TPC-H (docs/benchmarks.md)."
   )
 
   val EXEC_PARQUET_SCAN: Entry[Boolean] = bool(

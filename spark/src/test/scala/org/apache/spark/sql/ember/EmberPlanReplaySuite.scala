@@ -87,7 +87,7 @@ class EmberPlanReplaySuite extends EmberQueryTest {
         withEmber(enabled = true) {
           val plan = EmberBlock.withInputKinds(built.plan, Seq(proto.InputKind.INPUT_KIND_PARQUET))
           val tasks = NativeParquetScan
-            .rdd(scan, input.metrics("parquetSplits"), input.metrics("parquetRowGroupsPruned"))
+            .rdd(scan, input.parquetScanMetrics)
             .map { case InputIterator.Parquet(source) => source.task; case other => sys.error(s"$other") }
             .collect()
           assert(tasks.length == 1, "one task")

@@ -143,12 +143,7 @@ object EmberBlock {
         case WholeStageCodegenExec(r: RangeExec) if nativeRange =>
           (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
-          (
-            Left(
-              NativeParquetScan.rdd(scan, in.metrics("parquetSplits"), in.metrics("parquetRowGroupsPruned"))
-            ),
-            proto.InputKind.INPUT_KIND_PARQUET
-          )
+          (Left(NativeParquetScan.rdd(scan, in.parquetScanMetrics)), proto.InputKind.INPUT_KIND_PARQUET)
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.

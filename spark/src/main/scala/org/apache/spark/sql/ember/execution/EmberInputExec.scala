@@ -25,10 +25,21 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
   override protected def operatorMetrics: Map[String, SQLMetric] = Map(
     "rangeRows" -> SQLMetrics.createMetric(sparkContext, "rows generated natively from spark.range"),
     "parquetSplits" -> SQLMetrics.createMetric(sparkContext, "Parquet file splits read natively"),
-    "parquetRowGroupsPruned" -> SQLMetrics.createMetric(
+    "parquetRowGroupsPruned" -> SQLMetrics
+      .createMetric(sparkContext, "Parquet row groups skipped by statistics"),
+    "parquetPagesPruned" -> SQLMetrics.createMetric(sparkContext, "Parquet pages skipped by the page index"),
+    "parquetRowsSkipped" -> SQLMetrics.createMetric(
       sparkContext,
-      "Parquet row groups skipped by statistics"
+      "Parquet rows of the row groups read skipped by pages or filtered in the reader"
     )
+  )
+
+  /** The metrics a native Parquet scan under this input fills. */
+  def parquetScanMetrics: ParquetScanMetrics = ParquetScanMetrics(
+    metrics("parquetSplits"),
+    metrics("parquetRowGroupsPruned"),
+    metrics("parquetPagesPruned"),
+    metrics("parquetRowsSkipped")
   )
   override def simpleString(maxFields: Int): String = child match {
     case scan: FileSourceScanExec =>

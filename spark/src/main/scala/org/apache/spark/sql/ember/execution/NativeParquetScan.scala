@@ -22,7 +22,6 @@ import org.apache.spark.sql.catalyst.expressions.{
 }
 import org.apache.spark.sql.catalyst.util.RebaseDateTime
 import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetUtils}
-import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.ember.serde.ExprSerde
@@ -117,9 +116,10 @@ object NativeParquetScan {
   }
 
   /**
-   * The conjuncts of `scan`'s data filters that the reader can skip row groups with by statistics: a data
-   * column (by its index among the requested ones) compared with literals of its own type. Spark keeps every
-   * data filter above the scan, so the subset only ever saves reading.
+   * The conjuncts of `scan`'s data filters that the reader can skip row groups and pages with and filter rows
+   * by: a data column (by its index among the requested ones) compared with literals of its own type. Spark
+   * keeps every data filter above the scan, so the subset only ever saves reading; the engine judges which it
+   * can use exactly.
    */
   private[execution] def pushedFilters(scan: FileSourceScanExec, tz: String): Seq[proto.ParquetScanFilter] = {
     import proto.ParquetScanFilterOp._
@@ -131,7 +131,7 @@ object NativeParquetScan {
       }
       .toMap
     def prunable(dt: DataType): Boolean = dt match {
-      case ByteType | ShortType | IntegerType | LongType | DateType => true
+      case ByteType | ShortType | IntegerType | LongType | DateType | _: DecimalType => true
       case s: StringType => s.isUTF8BinaryCollation
       case _ => false
     }
@@ -179,7 +179,7 @@ object NativeParquetScan {
   }
 
   /** One `ParquetSource` per partition of the scan's own `FileScanRDD`. */
-  def rdd(scan: FileSourceScanExec, splitsRead: SQLMetric, rowGroupsPruned: SQLMetric): RDD[InputIterator] = {
+  def rdd(scan: FileSourceScanExec, metrics: ParquetScanMetrics): RDD[InputIterator] = {
     // Spark waits for a scan's subqueries (a scalar subquery pushed into its data filters, dynamic partition
     // pruning) when it executes the scan; read natively, the scan itself never executes, so their results are
     // fetched here before its files and filters are worked out (the subqueries' own results are cached).
@@ -200,9 +200,11 @@ object NativeParquetScan {
     val partitionSchema = scan.relation.partitionSchema
     val tz = SQLConf.get.sessionLocalTimeZone
     val int96Mode = mode(options.int96RebaseModeInRead)
+    val pushdown = EmberConf.PARQUET_SCAN_PUSHDOWN.get(SQLConf.get)
     val filters =
-      if (EmberConf.PARQUET_SCAN_PUSHDOWN.get(SQLConf.get)) pushedFilters(scan, tz).asJava
+      if (pushdown) pushedFilters(scan, tz).asJava
       else java.util.Collections.emptyList[proto.ParquetScanFilter]()
+    val filterRows = pushdown && EmberConf.PARQUET_SCAN_ROW_FILTER.get(SQLConf.get)
     val tasks = partitions.map { p =>
       val task = proto.ParquetScanTask
         .newBuilder()
@@ -213,6 +215,7 @@ object NativeParquetScan {
         .setLastSwitchJulianDay(RebaseDateTime.lastSwitchJulianDay)
         .setLastSwitchJulianTs(RebaseDateTime.lastSwitchJulianTs)
         .addAllFilters(filters)
+        .setFilterRows(filterRows)
       p.files.foreach { f =>
         val split = proto.ParquetSplit
           .newBuilder()
@@ -236,8 +239,8 @@ object NativeParquetScan {
     if (tasks.isEmpty) return sc.emptyRDD[InputIterator]
     sc.parallelize(tasks, tasks.size).mapPartitions { it =>
       val (task, splits) = it.next()
-      splitsRead += splits
-      Iterator(InputIterator.Parquet(new ParquetSource(task, rowGroupsPruned)))
+      metrics.splitsRead += splits
+      Iterator(InputIterator.Parquet(new ParquetSource(task, metrics)))
     }
   }
 }
