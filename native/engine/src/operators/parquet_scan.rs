@@ -792,26 +792,30 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         predicates
     }
 
+    /// Whether row group `rg` needs a reader of its own: its pages are skipped, or rows may be filtered.
+    fn own_reader(&self, open: &OpenSplit, rg: usize) -> bool {
+        !self.filters.is_empty()
+            && self.quiet(&open.meta, &open.wanted, rg)
+            && (self.filter_rows || self.page_selection(open, rg).is_some())
+    }
+
     /// The reader of row group `rg` of `open`, with the pages and rows its filters skip; None when its pages
-    /// rule out every row.
-    fn open_group(&mut self, open: &OpenSplit, rg: usize) -> Result<Option<GroupRead>, ArrowError> {
+    /// rule out every row. The following row groups that need nothing of their own are read by the same reader.
+    fn open_group(&mut self, open: &mut OpenSplit, rg: usize) -> Result<Option<GroupRead>, ArrowError> {
         let context = |e: &dyn std::fmt::Display| failed_read(&open.path, e);
-        let rows = open.meta.metadata().row_group(rg).num_rows().max(0) as u64;
-        let file = open.file.try_clone().map_err(|e| context(&e))?;
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, open.meta.clone())
-            .with_projection(open.mask.clone())
-            .with_row_groups(vec![rg])
-            .with_batch_size(self.batch_size);
-        let (mut selected, mut pages, mut row_filtered) = (rows, 0, false);
+        let rows_of = |rg: usize| open.meta.metadata().row_group(rg).num_rows().max(0) as u64;
+        let first_rows = rows_of(rg);
+        let (mut selected, mut pages, mut row_filtered) = (first_rows, 0, false);
+        let (mut selection, mut filter) = (None, None);
         let last_pass = Arc::new(PassRuns::default());
         if !self.filters.is_empty() && self.quiet(&open.meta, &open.wanted, rg) {
-            if let Some((selection, ruled_out)) = self.page_selection(open, rg) {
-                selected = selection.row_count() as u64;
+            if let Some((s, ruled_out)) = self.page_selection(open, rg) {
+                selected = s.row_count() as u64;
                 pages = ruled_out;
-                builder = builder.with_row_selection(selection);
+                selection = Some(s);
             }
             if selected == 0 {
-                self.report(ScanPruning { pages, rows, ..Default::default() }, &open.path)?;
+                self.report(ScanPruning { pages, rows: first_rows, ..Default::default() }, &open.path)?;
                 return Ok(None);
             }
             if self.filter_rows {
@@ -820,11 +824,34 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 } else {
                     let predicates = self.predicates(open, rg, &last_pass);
                     if !predicates.is_empty() {
-                        builder = builder.with_row_filter(RowFilter::new(predicates));
+                        filter = Some(RowFilter::new(predicates));
                         row_filtered = true;
                     }
                 }
             }
+        }
+        let (mut groups, mut rows) = (vec![rg], first_rows);
+        if selection.is_none() && filter.is_none() && !self.filter_rows {
+            while let Some(&next) = open.row_groups.front() {
+                if self.own_reader(open, next) {
+                    break;
+                }
+                open.row_groups.pop_front();
+                groups.push(next);
+                rows += rows_of(next);
+                selected += rows_of(next);
+            }
+        }
+        let file = open.file.try_clone().map_err(|e| context(&e))?;
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, open.meta.clone())
+            .with_projection(open.mask.clone())
+            .with_row_groups(groups)
+            .with_batch_size(self.batch_size);
+        if let Some(s) = selection {
+            builder = builder.with_row_selection(s);
+        }
+        if let Some(f) = filter {
+            builder = builder.with_row_filter(f);
         }
         // The row filter is evaluated here, over the whole row group.
         let reader = builder.build().map_err(|e| context(&e))?;
@@ -857,7 +884,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             };
             if open.group.is_none() {
                 let Some(rg) = open.row_groups.pop_front() else { continue };
-                match self.open_group(&open, rg) {
+                match self.open_group(&mut open, rg) {
                     Ok(Some(group)) => open.group = Some(group),
                     Ok(None) => {
                         self.current = Some(open);
