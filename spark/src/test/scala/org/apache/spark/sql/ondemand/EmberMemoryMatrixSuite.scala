@@ -117,6 +117,22 @@ class EmberMemoryMatrixSuite extends SparkFunSuite with AdaptiveSparkPlanHelper 
       Seq(classOf[EmberSpillingHashJoinExec], classOf[EmberAggregateExec]),
       ordered = false
     ),
+    // The broadcast join's build side (the whole table, a hot key in half of it) is built in every task, under
+    // the task's budget: it spills or fails naming the key to raise, never the executor.
+    Cell(
+      "broadcast join + hash agg",
+      s => {
+        val build =
+          data(s).select(when(col("id") % 2 === 0, lit(-1L)).otherwise(col("k")).as("bk"), col("p").as("bp"))
+        val probe = data(s).select(when(col("id") < 8, lit(-1L)).otherwise(col("k")).as("pk"), col("p").as("pp"))
+        probe
+          .join(broadcast(build), col("pk") === col("bk"))
+          .groupBy((col("pk") % 1000).as("g"))
+          .agg(count(lit(1)).as("n"), sum("bp").as("sb"), sum("pp").as("sp"))
+      },
+      Seq(classOf[EmberBroadcastHashJoinExec], classOf[EmberAggregateExec]),
+      ordered = false
+    ),
     Cell(
       "aggregate",
       s =>
