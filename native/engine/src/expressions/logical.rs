@@ -1,6 +1,8 @@
 //! `AND` / `OR` with Spark's evaluation: three-valued (Kleene) logic, and the right side evaluated only on
 //! rows the left side does not decide. DataFusion evaluates both sides on every row, which would raise an ANSI
-//! error (e.g. `x <> 0 AND 10 / x > 1`) in rows where Spark never evaluates the right side.
+//! error (e.g. `x <> 0 AND 10 / x > 1`) in rows where Spark never evaluates the right side. A right side that
+//! cannot raise (comparisons, IS [NOT] NULL, NOT, AND/OR of columns and literals) is evaluated on every row
+//! instead: the same result, without gathering the undecided rows of every column and scattering them back.
 use std::fmt;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -24,6 +26,8 @@ pub struct LazyLogicalExpr {
     op: LogicalOp,
     left: Arc<dyn PhysicalExpr>,
     right: Arc<dyn PhysicalExpr>,
+    /// The right side cannot raise an error: evaluated on every row.
+    right_infallible: bool,
 }
 
 impl PartialEq for LazyLogicalExpr {
@@ -42,7 +46,8 @@ impl Hash for LazyLogicalExpr {
 
 impl LazyLogicalExpr {
     pub fn new(op: LogicalOp, left: Arc<dyn PhysicalExpr>, right: Arc<dyn PhysicalExpr>) -> Self {
-        Self { op, left, right }
+        let right_infallible = infallible(&right);
+        Self { op, left, right, right_infallible }
     }
 
     /// The value of the left side that decides the result alone: false for AND, true for OR.
@@ -55,6 +60,28 @@ impl fmt::Display for LazyLogicalExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let op = if self.op == LogicalOp::And { "AND" } else { "OR" };
         write!(f, "({} {op} {})", self.left, self.right)
+    }
+}
+
+/// Whether evaluating `e` can never raise: columns, literals, comparisons (the planner made both sides one
+/// type), IS [NOT] NULL, NOT, float normalization and AND/OR of such. Anything else may (ANSI arithmetic, casts,
+/// functions).
+fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
+    use datafusion_expr::Operator::*;
+    use datafusion_physical_expr::expressions::{BinaryExpr, Column, IsNotNullExpr, IsNullExpr, Literal, NotExpr};
+    let children_infallible = || e.children().into_iter().all(infallible);
+    if e.downcast_ref::<Column>().is_some() || e.downcast_ref::<Literal>().is_some() {
+        true
+    } else if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        matches!(b.op(), Eq | NotEq | Lt | LtEq | Gt | GtEq | IsDistinctFrom | IsNotDistinctFrom)
+            && children_infallible()
+    } else {
+        (e.downcast_ref::<IsNullExpr>().is_some()
+            || e.downcast_ref::<IsNotNullExpr>().is_some()
+            || e.downcast_ref::<NotExpr>().is_some()
+            || e.downcast_ref::<LazyLogicalExpr>().is_some()
+            || e.downcast_ref::<super::NormalizeFloatExpr>().is_some())
+            && children_infallible()
     }
 }
 
@@ -84,6 +111,13 @@ impl PhysicalExpr for LazyLogicalExpr {
             }
         }
         let left = to_bool_array(left, rows)?;
+        if self.right_infallible {
+            let right = to_bool_array(self.right.evaluate(batch)?, rows)?;
+            return Ok(ColumnarValue::Array(Arc::new(match self.op {
+                LogicalOp::And => and_kleene(&left, &right)?,
+                LogicalOp::Or => or_kleene(&left, &right)?,
+            })));
+        }
         // Rows whose result the left side does not decide: left is null or the non-deciding value.
         let undecided =
             if self.deciding() { or(&not(&left)?, &is_null(&left)?)? } else { or(&left, &is_null(&left)?)? };
@@ -176,5 +210,33 @@ mod tests {
         // And where the left does not decide, the right side's error surfaces.
         let b = batch(vec![Some(true)], vec![Some(true)]);
         assert!(eval(LogicalOp::And, &b, failing).is_err());
+    }
+
+    /// The kleene tables hold on both paths: a right side that cannot raise (evaluated on every row) and one
+    /// that may (evaluated on the undecided rows only); only comparisons, null tests, NOT and AND/OR of columns
+    /// and literals count as unable to raise.
+    #[test]
+    fn a_right_side_that_cannot_raise_is_evaluated_on_every_row() {
+        use datafusion_expr::Operator;
+        use datafusion_physical_expr::expressions::{BinaryExpr, IsNullExpr, Literal, NotExpr};
+        let col = |i: usize| -> Arc<dyn PhysicalExpr> { Arc::new(Column::new(if i == 0 { "l" } else { "r" }, i)) };
+        let cmp: Arc<dyn PhysicalExpr> =
+            Arc::new(BinaryExpr::new(col(1), Operator::Eq, Arc::new(Literal::new(ScalarValue::Boolean(Some(true))))));
+        let not_null: Arc<dyn PhysicalExpr> = Arc::new(NotExpr::new(Arc::new(IsNullExpr::new(col(1)))));
+        let nested: Arc<dyn PhysicalExpr> =
+            Arc::new(LazyLogicalExpr::new(LogicalOp::Or, cmp.clone(), not_null.clone()));
+        for e in [&col(1), &cmp, &not_null, &nested] {
+            assert!(infallible(e), "{e}");
+        }
+        let failing: Arc<dyn PhysicalExpr> = Arc::new(FailOnTrue::new(1));
+        let with_failing: Arc<dyn PhysicalExpr> =
+            Arc::new(LazyLogicalExpr::new(LogicalOp::And, cmp.clone(), failing.clone()));
+        let plus: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(col(1), Operator::Plus, col(1)));
+        for e in [&failing, &with_failing, &plus] {
+            assert!(!infallible(e), "{e}");
+        }
+        let b = batch(vec![Some(true), Some(false), None, None], vec![Some(true), Some(true), Some(false), None]);
+        assert_eq!(eval(LogicalOp::And, &b, cmp.clone()).unwrap(), vec![Some(true), Some(false), Some(false), None]);
+        assert_eq!(eval(LogicalOp::Or, &b, cmp).unwrap(), vec![Some(true), Some(true), None, None]);
     }
 }
