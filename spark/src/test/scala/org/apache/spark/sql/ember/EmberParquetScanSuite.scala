@@ -507,8 +507,11 @@ class EmberParquetScanSuite extends EmberQueryTest {
     }
   }
 
-  private def rowGroupsPruned(df: DataFrame): Long =
-    nativeNodes(df).collect { case i: EmberInputExec => i.metrics("parquetRowGroupsPruned").value }.sum
+  /** A metric of the native Parquet scans (their `EmberInput` nodes) of `df`'s plan, summed. */
+  private def scanMetric(df: DataFrame, name: String): Long =
+    nativeNodes(df).collect { case i: EmberInputExec => i.metrics(name).value }.sum
+
+  private def rowGroupsPruned(df: DataFrame): Long = scanMetric(df, "parquetRowGroupsPruned")
 
   test("row groups skipped by statistics of pushed filters, never changing the answer") {
     withTempPath { dir =>
@@ -566,9 +569,6 @@ class EmberParquetScanSuite extends EmberQueryTest {
       }
     }
   }
-
-  private def scanMetric(df: DataFrame, name: String): Long =
-    nativeNodes(df).collect { case i: EmberInputExec => i.metrics(name).value }.sum
 
   test("pages skipped by the page index and rows filtered in the reader, never changing the answer") {
     withTempPath { dir =>
