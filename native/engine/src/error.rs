@@ -54,6 +54,8 @@ pub struct SparkError {
     pub query_context: i32,
     /// The underlying error's message, for kinds whose Spark exception has a cause ([`SparkExceptionKind::Spark`]).
     pub cause: Option<String>,
+    /// The cause as a Spark condition of its own, where Spark's cause is one.
+    pub cause_error: Option<Box<SparkError>>,
 }
 
 /// The query context id of Spark's empty origin (`Origin().context`: no SQL text, no position), which Spark
@@ -70,6 +72,7 @@ impl SparkError {
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
             query_context: 0,
             cause: None,
+            cause_error: None,
         }
     }
 
@@ -79,6 +82,24 @@ impl SparkError {
         let mut e = Self::new(SparkExceptionKind::Spark, "FAILED_READ_FILE.NO_HINT", &[("path", path.to_string())]);
         e.cause = Some(cause.to_string());
         e
+    }
+
+    /// `FAILED_READ_FILE.NO_HINT` whose cause is Spark condition `cause` (as Spark's `FileScanRDD` wraps the
+    /// reader's own Spark exception).
+    pub fn failed_read_file_with(path: &str, cause: SparkError) -> Self {
+        let mut e = Self::failed_read_file(path, &cause);
+        e.cause_error = Some(Box::new(cause));
+        e
+    }
+
+    /// Spark's `foundDuplicateFieldInCaseInsensitiveModeError` (`_LEGACY_ERROR_TEMP_2093`): `required` matches
+    /// several file columns (`matched`, as Spark prints them: `[a, A]`) when case is ignored.
+    pub fn duplicate_field_in_case_insensitive_mode(required: &str, matched: &str) -> Self {
+        Self::new(
+            SparkExceptionKind::Runtime,
+            "_LEGACY_ERROR_TEMP_2093",
+            &[("requiredFieldName", required.to_string()), ("matchedOrcFields", matched.to_string())],
+        )
     }
 
     /// `FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH`: a Parquet column that cannot be read as the Spark

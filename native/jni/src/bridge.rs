@@ -69,9 +69,8 @@ fn throw_native(env: &mut Env<'_>, message: &str) -> jni::errors::Result<()> {
     }
 }
 
-/// Throws `EmberSparkError` carrying the condition as a proto `SparkError` (kind, class, parameters, query
-/// context, cause): the JVM rethrows it as the exception Spark itself would throw.
-fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni::errors::Result<()> {
+/// The proto form of `err`, its cause condition included.
+fn spark_error_proto(err: &ember_engine::error::SparkError) -> ember_engine::proto::SparkError {
     use ember_engine::error::SparkExceptionKind as K;
     use ember_engine::proto as pb;
     let kind = match err.kind {
@@ -84,7 +83,7 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
         K::IllegalArgument => pb::SparkExceptionKind::IllegalArgument,
         K::ArrayIndex => pb::SparkExceptionKind::ArrayIndex,
     };
-    let message = pb::SparkError {
+    pb::SparkError {
         kind: kind as i32,
         error_class: err.error_class.clone(),
         parameters: err
@@ -94,7 +93,14 @@ fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni:
             .collect(),
         query_context: err.query_context,
         cause: err.cause.clone().unwrap_or_default(),
-    };
+        cause_error: err.cause_error.as_deref().map(|c| Box::new(spark_error_proto(c))),
+    }
+}
+
+/// Throws `EmberSparkError` carrying the condition as a proto `SparkError` (kind, class, parameters, query
+/// context, cause): the JVM rethrows it as the exception Spark itself would throw.
+fn throw_spark(env: &mut Env<'_>, err: &ember_engine::error::SparkError) -> jni::errors::Result<()> {
+    let message = spark_error_proto(err);
     let bytes = env.byte_array_from_slice(&message.encode_to_vec())?;
     let exc =
         env.new_object(jni_str!("org/ember/jni/EmberSparkError"), jni_sig!("([B)V"), &[JValue::Object(&bytes)])?;

@@ -534,10 +534,13 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                     many => {
                         let found: Vec<&str> = many.iter().map(|i| file_schema.field(*i).name().as_str()).collect();
-                        return Err(context(&format!(
-                            "Found duplicate field(s) \"{name}\": [{}] in case-insensitive mode",
-                            found.join(", ")
-                        )));
+                        let duplicate = SparkError::duplicate_field_in_case_insensitive_mode(
+                            name,
+                            &format!("[{}]", found.join(", ")),
+                        );
+                        return Err(ArrowError::ExternalError(Box::new(SparkError::failed_read_file_with(
+                            &file_name, duplicate,
+                        ))));
                     }
                 }
             }
@@ -1471,7 +1474,14 @@ mod tests {
         }];
         let field = || vec![Field::new("c0", DataType::Int64, true)];
         let err = read(field(), &["a"], false, split.clone(), 10).unwrap_err();
-        assert!(err.to_string().contains("Found duplicate field(s) \"a\": [a, A]"), "{err}");
+        // Spark's FAILED_READ_FILE.NO_HINT over its duplicate-field condition.
+        let ArrowError::ExternalError(inner) = err else { panic!("not a Spark error: {err}") };
+        let spark = inner.downcast::<SparkError>().expect("a Spark error");
+        assert_eq!(spark.error_class, "FAILED_READ_FILE.NO_HINT");
+        let cause = spark.cause_error.expect("a Spark condition as the cause");
+        assert_eq!(cause.error_class, "_LEGACY_ERROR_TEMP_2093");
+        let expected = [("requiredFieldName", "a"), ("matchedOrcFields", "[a, A]")];
+        assert_eq!(cause.params, expected.map(|(k, v)| (k.to_string(), v.to_string())).to_vec());
         assert_eq!(ids(&read(field(), &["A"], true, split, 10).unwrap(), 0), vec![1, 2]);
         let missing = vec![ParquetSplit {
             path: format!("{p}.nope"),

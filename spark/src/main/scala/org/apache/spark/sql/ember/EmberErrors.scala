@@ -14,14 +14,16 @@ import org.apache.spark.{
   SparkUpgradeException
 }
 import org.ember.jni.{EmberNativeException, EmberSparkError}
-import org.ember.proto.SparkExceptionKind
+import org.ember.proto.{SparkError, SparkExceptionKind}
 
 /** Native Spark error conditions → the exceptions Spark itself throws for them. */
 object EmberErrors {
 
   /** `contexts`: the query context of an id the plan carried (as `QueryExecutionErrors` passes Spark's own). */
-  def toSparkException(e: EmberSparkError, contexts: Int => Option[QueryContext]): Throwable = {
-    val error = e.error
+  def toSparkException(e: EmberSparkError, contexts: Int => Option[QueryContext]): Throwable =
+    fromProto(e.error, contexts)
+
+  private def fromProto(error: SparkError, contexts: Int => Option[QueryContext]): Throwable = {
     val params = error.getParametersList.asScala.map(p => p.getName -> p.getValue).toMap
     val context = contexts(error.getQueryContext)
     val ctx = context.toArray
@@ -35,7 +37,10 @@ object EmberErrors {
       case SparkExceptionKind.SPARK_EXCEPTION_KIND_DATE_TIME =>
         new SparkDateTimeException(errorClass, params, ctx, summary)
       case SparkExceptionKind.SPARK_EXCEPTION_KIND_SPARK =>
-        val cause = if (error.getCause.isEmpty) null else new EmberNativeException(error.getCause)
+        val cause =
+          if (error.hasCauseError) fromProto(error.getCauseError, contexts)
+          else if (error.getCause.isEmpty) null
+          else new EmberNativeException(error.getCause)
         new SparkException(errorClass, params, cause)
       case SparkExceptionKind.SPARK_EXCEPTION_KIND_UPGRADE =>
         new SparkUpgradeException(errorClass, params, null)

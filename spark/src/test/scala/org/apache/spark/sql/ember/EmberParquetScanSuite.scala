@@ -2,7 +2,7 @@ package org.apache.spark.sql.ember
 
 import scala.util.Try
 
-import org.apache.spark.{SparkException, SparkThrowable, SparkUpgradeException}
+import org.apache.spark.{SparkException, SparkRuntimeException, SparkThrowable, SparkUpgradeException}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
@@ -209,6 +209,29 @@ class EmberParquetScanSuite extends EmberQueryTest {
         cond == "FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH" && params("column") == "[id]",
         params
       )
+    }
+  }
+
+  test("duplicate fields in case-insensitive mode: Spark's condition under FAILED_READ_FILE, as Spark's") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      withSQLConf("spark.sql.caseSensitive" -> "true") {
+        spark.range(0, 10).selectExpr("id as a", "id as B", "id as b").coalesce(1).write.parquet(path)
+      }
+      val read = () => spark.read.schema("a LONG, b LONG").parquet(path).where(col("b") > 0)
+      val sparkError = withEmber(enabled = false)(intercept[SparkException](read().collect()))
+      val emberError = withEmber(enabled = true)(intercept[SparkException](read().collect()))
+      def duplicate(e: Throwable): SparkRuntimeException =
+        Iterator
+          .iterate(e)(_.getCause)
+          .takeWhile(_ != null)
+          .collectFirst { case r: SparkRuntimeException => r }
+          .get
+      assert(condition(emberError) == condition(sparkError), s"Ember: $emberError\nSpark: $sparkError")
+      val (s, e) = (duplicate(sparkError), duplicate(emberError))
+      assert(e.getCondition == s.getCondition && e.getMessageParameters == s.getMessageParameters, e)
+      assert(e.getMessage.contains("Found duplicate field(s) \"b\": [B, b] in case-insensitive mode"), e)
+      assertNoNativeMemoryHeld()
     }
   }
 

@@ -124,7 +124,8 @@ class EmberMemoryMatrixSuite extends SparkFunSuite with AdaptiveSparkPlanHelper 
       s => {
         val build =
           data(s).select(when(col("id") % 2 === 0, lit(-1L)).otherwise(col("k")).as("bk"), col("p").as("bp"))
-        val probe = data(s).select(when(col("id") < 8, lit(-1L)).otherwise(col("k")).as("pk"), col("p").as("pp"))
+        val probe =
+          data(s).select(when(col("id") < 8, lit(-1L)).otherwise(col("k")).as("pk"), col("p").as("pp"))
         probe
           .join(broadcast(build), col("pk") === col("bk"))
           .groupBy((col("pk") % 1000).as("g"))
