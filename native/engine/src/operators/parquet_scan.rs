@@ -676,11 +676,15 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         let rows = metadata.row_group(rg).num_rows();
         let mut selection: Option<RowSelection> = None;
         let mut pages = 0u64;
-        let mut leaves: Vec<usize> =
-            self.filters.iter().filter_map(|f| self.exact_leaf(&open.meta, &open.wanted, f.column, true)).collect();
-        leaves.sort_unstable();
-        leaves.dedup();
-        for leaf in leaves {
+        // The filters on columns whose statistics are exact, grouped by the leaf they test.
+        let mut by_leaf: Vec<(usize, &ScanFilter)> = self
+            .filters
+            .iter()
+            .filter_map(|f| Some((self.exact_leaf(&open.meta, &open.wanted, f.column, true)?, f)))
+            .collect();
+        by_leaf.sort_by_key(|(leaf, _)| *leaf);
+        for group in by_leaf.chunk_by(|a, b| a.0 == b.0) {
+            let leaf = group[0].0;
             let (Some(index), Some(offsets)) = (indexes.get(leaf), offsets.get(leaf)) else { continue };
             if !index_ordered(metadata, leaf, index) {
                 continue;
@@ -689,18 +693,13 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             if index.num_pages() as usize != locations.len() {
                 continue;
             }
-            let filters: Vec<&ScanFilter> = self
-                .filters
-                .iter()
-                .filter(|f| self.exact_leaf(&open.meta, &open.wanted, f.column, true) == Some(leaf))
-                .collect();
             let mut selectors = Vec::with_capacity(locations.len());
             let mut ruled_out = 0u64;
             for (p, location) in locations.iter().enumerate() {
                 let end = locations.get(p + 1).map_or(rows, |l| l.first_row_index);
                 let len = usize::try_from(end - location.first_row_index).ok()?;
                 let bounds = Bounds::of_page(index, p, len as i64);
-                if bounds.is_some_and(|b| filters.iter().any(|f| rules_out(f, &b))) {
+                if bounds.is_some_and(|b| group.iter().any(|(_, f)| rules_out(f, &b))) {
                     ruled_out += 1;
                     selectors.push(RowSelector::skip(len));
                 } else {
@@ -723,7 +722,6 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
     fn predicates(&self, open: &OpenSplit, rg: usize, last_pass: &Arc<PassRuns>) -> Vec<Box<dyn ArrowPredicate>> {
         use parquet::file::statistics::Statistics;
         let mut columns: Vec<usize> = self.filters.iter().map(|f| f.column).collect();
-        columns.dedup();
         let mut seen = std::collections::HashSet::new();
         columns.retain(|c| seen.insert(*c));
         let target = |c: usize| self.schema.field(c).data_type().clone();
