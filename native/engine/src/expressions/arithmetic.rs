@@ -796,7 +796,7 @@ static POW10: [i128; 39] = pow10_128();
 static POW10_256: [i256; 77] = pow10_256();
 
 #[inline]
-fn p10(n: i32) -> i256 {
+pub(crate) fn p10(n: i32) -> i256 {
     POW10_256[n as usize]
 }
 
@@ -842,8 +842,9 @@ fn rescale(v: i256, from: i32, to: i32) -> Option<i256> {
     }
 }
 
+/// Whether `v` has at most `precision` digits (`|v| < 10^precision`).
 #[inline]
-fn fits(v: i256, precision: u8) -> bool {
+pub(crate) fn fits(v: i256, precision: u8) -> bool {
     let lim = p10(precision as i32);
     v < lim && v > lim.wrapping_neg()
 }

@@ -27,6 +27,7 @@ use datafusion_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion_expr::utils::format_state_name;
 use datafusion_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility};
 
+use super::arithmetic::{fits, p10};
 use crate::error::SparkError;
 
 /// The types and modes of one decimal `sum` / `avg`.
@@ -62,15 +63,6 @@ pub fn spark_decimal_sum_avg(spec: DecimalSumAvgSpec) -> Arc<AggregateUDF> {
         signature: Signature::any(1, Volatility::Immutable),
         spec,
     }))
-}
-
-fn pow10(n: u32) -> i256 {
-    i256::from_i128(10).wrapping_pow(n)
-}
-
-fn fits(v: i256, precision: u8) -> bool {
-    let limit = pow10(precision as u32);
-    v < limit && v > limit.wrapping_neg()
 }
 
 /// The unscaled value as Spark prints a decimal in its error messages.
@@ -192,9 +184,6 @@ impl AggregateUDFImpl for SparkDecimalSumAvg {
 #[derive(Clone)]
 struct DecimalGroups {
     spec: DecimalSumAvgSpec,
-    /// 10^sum_precision, the bound every add of a bounded sum is checked against (computed once: a power of
-    /// 10 in 256 bits per row was most of the aggregate's time).
-    sum_limit: i256,
     sums: Vec<i256>,
     null_sum: Vec<bool>,
     empty: Vec<bool>,
@@ -203,8 +192,7 @@ struct DecimalGroups {
 
 impl DecimalGroups {
     fn new(spec: DecimalSumAvgSpec) -> Self {
-        let sum_limit = pow10(spec.sum_precision as u32);
-        Self { spec, sum_limit, sums: vec![], null_sum: vec![], empty: vec![], counts: vec![] }
+        Self { spec, sums: vec![], null_sum: vec![], empty: vec![], counts: vec![] }
     }
 
     fn resize(&mut self, n: usize) {
@@ -220,7 +208,8 @@ impl DecimalGroups {
     /// `sum + x` where `sum` is not NULL; a bounded buffer becomes NULL when the result does not fit.
     fn add_to(&mut self, g: usize, x: i256) {
         let s = self.sums[g].wrapping_add(x);
-        if self.spec.bounded && !(s < self.sum_limit && s > self.sum_limit.wrapping_neg()) {
+        // `fits` looks 10^precision up in a table: raising it per added row was most of the aggregate's time.
+        if self.spec.bounded && !fits(s, self.spec.sum_precision) {
             self.null_sum[g] = true;
             self.sums[g] = i256::ZERO;
         } else {
@@ -249,14 +238,14 @@ impl DecimalGroups {
     /// `sum / count` as `DecimalDivideWithOverflowCheck` computes it: the quotient rounded HALF_UP to 39
     /// fractional digits, then HALF_UP to the result's scale.
     fn divide(&self, sum: i256, count: i64) -> i256 {
-        let shift = (self.spec.result_scale - self.spec.scale) as u32;
-        let n = sum.wrapping_abs().wrapping_mul(pow10(shift));
+        let shift = (self.spec.result_scale - self.spec.scale) as i32;
+        let n = sum.wrapping_abs().wrapping_mul(p10(shift));
         let d = i256::from_i128(count.unsigned_abs() as i128);
         let (q, r) = (n.wrapping_div(d), n.wrapping_rem(d));
         // Rounding q + r/d at 39 - result_scale more digits first, then at the result's scale, rounds up
         // iff r/d >= 1/2 - 1/2 * 10^-k, i.e. 2 r 10^k >= d (10^k - 1).
-        let k = (39 - self.spec.result_scale as i32).max(0) as u32;
-        let tk = pow10(k);
+        let k = (39 - self.spec.result_scale as i32).max(0);
+        let tk = p10(k);
         let up = i256::from_i128(2).wrapping_mul(r).wrapping_mul(tk) >= d.wrapping_mul(tk.wrapping_sub(i256::ONE));
         let q = if up { q.wrapping_add(i256::ONE) } else { q };
         if sum.is_negative() != (count < 0) {
