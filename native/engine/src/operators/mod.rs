@@ -13,6 +13,7 @@ macro_rules! metric_names {
 
 pub mod aggregate;
 pub mod dynamic_filter;
+pub mod expand;
 pub mod input;
 pub(crate) mod once;
 pub mod parquet_scan;
@@ -26,6 +27,7 @@ pub mod spilling_hash_join;
 
 pub use aggregate::{AdaptiveAggregateExec, RadixAggregateExec};
 pub use dynamic_filter::{DynamicFilter, DynamicFilterConfig};
+pub use expand::ExpandExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
 pub use shuffle::{RangePartitioner, ShuffleBlockReader, ShuffleWriterExec};

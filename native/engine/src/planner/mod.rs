@@ -22,7 +22,7 @@ use ember_proto as pb;
 
 use crate::error::plan_error;
 use crate::operators::input::BatchReader;
-use crate::operators::InputExec;
+use crate::operators::{ExpandExec, InputExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
 pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
@@ -113,6 +113,20 @@ impl Planner {
                     .map(|(e, n)| Ok((expr::create_expr(e, &schema)?, n.clone())))
                     .collect::<Result<Vec<_>>>()?;
                 Arc::new(ProjectionExec::try_new(exprs, input)?)
+            }
+            Kind::Expand(e) => {
+                expect_children(1)?;
+                let input = children.remove(0);
+                let schema = input.schema();
+                let projections = e
+                    .projections
+                    .iter()
+                    .map(|p| p.exprs.iter().map(|x| expr::create_expr(x, &schema)).collect::<Result<Vec<_>>>())
+                    .collect::<Result<Vec<_>>>()?;
+                if projections.is_empty() || projections.iter().any(|p| p.len() != e.names.len()) {
+                    return Err(plan_error("expand needs projections with one expression per name"));
+                }
+                Arc::new(ExpandExec::try_new(projections, e.names.clone(), input)?)
             }
             Kind::Filter(f) => {
                 expect_children(1)?;

@@ -526,3 +526,128 @@ fn support_of_jvm_dependent_functions_depends_on_the_jdk() {
     support(&cbrt, 21).unwrap();
     support(&cbrt, 17).unwrap();
 }
+
+fn null_long() -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Int64)),
+            is_null: true,
+            value: None,
+        })),
+    }
+}
+
+/// `ROLLUP(k, s)`'s Expand: (k, s, 0), (k, NULL, 1), (NULL, NULL, 3) per row, with the measure `d` carried.
+fn rollup_expand() -> (pb::Operator, SchemaRef) {
+    let s = schema();
+    let null_str = pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Utf8)),
+            is_null: true,
+            value: None,
+        })),
+    };
+    let (k, d, st) = (col(0, &DataType::Int64), col(1, &DataType::Float64), col(2, &DataType::Utf8));
+    let projections = vec![
+        vec![d.clone(), k.clone(), st.clone(), lit_long(0)],
+        vec![d.clone(), k.clone(), null_str.clone(), lit_long(1)],
+        vec![d.clone(), null_long(), null_str, lit_long(3)],
+    ];
+    let names = vec!["d".to_string(), "k".into(), "s".into(), "gid".into()];
+    let expand = op(
+        1,
+        pb::operator::Kind::Expand(pb::Expand {
+            projections: projections.into_iter().map(|exprs| pb::ExpandProjection { exprs }).collect(),
+            names,
+        }),
+        vec![input(0, &s)],
+    );
+    let out: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("d", DataType::Float64, true),
+        Field::new("k", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("gid", DataType::Int64, false),
+    ]));
+    (expand, out)
+}
+
+#[test]
+fn expand_emits_each_batch_under_every_projection() {
+    let (expand, out_schema) = rollup_expand();
+    // Empty batches in between are skipped, not expanded into empty output batches.
+    let inputs = vec![batch(700, 0), batch(0, 0), batch(301, 5000)];
+    let (out, broker, _) = run(&plan(expand.clone(), &out_schema), inputs.clone(), usize::MAX);
+    assert_eq!(broker.used(), 0);
+    let mut want = vec![];
+    for b in inputs.iter().filter(|b| b.num_rows() > 0) {
+        let (k, d, s) = (b.column(0), b.column(1), b.column(2));
+        for (gid, keep_k, keep_s) in [(0, true, true), (1, true, false), (3, false, false)] {
+            for r in 0..b.num_rows() {
+                let cell = |c: &Arc<dyn Array>, keep: bool| {
+                    let v = datafusion_common::ScalarValue::try_from_array(c, r).unwrap();
+                    if keep {
+                        format!("{v:?}")
+                    } else {
+                        format!("{:?}", datafusion_common::ScalarValue::try_from(v.data_type()).unwrap())
+                    }
+                };
+                want.push(format!("{}|{}|{}|Int64({gid})", cell(d, true), cell(k, keep_k), cell(s, keep_s)));
+            }
+        }
+    }
+    assert_eq!(out.len(), 6, "one output batch per projection of each non-empty input batch");
+    for b in &out {
+        assert_eq!(b.schema(), out_schema);
+    }
+    assert_eq!(rows_in_order(&out), want, "every row under every projection, batch by batch");
+    let (out, _, _) = run(&plan(expand, &out_schema), vec![], usize::MAX);
+    assert!(out.is_empty(), "no input, no rows");
+}
+
+#[test]
+fn expand_raises_a_projections_error_and_rejects_malformed_plans() {
+    let s = schema();
+    let overflow = pb::Expr {
+        kind: Some(pb::expr::Kind::Arithmetic(Box::new(pb::Arithmetic {
+            op: pb::ArithOp::Multiply as i32,
+            left: Some(Box::new(col(0, &DataType::Int64))),
+            right: Some(Box::new(lit_long(i64::MAX))),
+            result_type: Some(pb_type(&DataType::Int64)),
+            eval_mode: pb::EvalMode::Ansi as i32,
+            query_context: 0,
+        }))),
+    };
+    let expand = |projections: Vec<Vec<pb::Expr>>, names: Vec<String>| {
+        op(
+            1,
+            pb::operator::Kind::Expand(pb::Expand {
+                projections: projections.into_iter().map(|exprs| pb::ExpandProjection { exprs }).collect(),
+                names,
+            }),
+            vec![input(0, &s)],
+        )
+    };
+    let out: SchemaRef = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
+    // The second projection overflows (ANSI) on the first row whose k is not 0, 1 or NULL.
+    let p = plan(expand(vec![vec![col(0, &DataType::Int64)], vec![overflow]], vec!["x".into()]), &out);
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let mut native =
+        NativePlan::try_new(&p.encode_to_vec(), vec![reader(vec![batch(100, 0)], s.clone())], broker.clone()).unwrap();
+    let (got, err) = drain(&mut native, None);
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 100, "the first projection's batch comes out");
+    let err = err.expect("the overflow is raised").to_string();
+    assert!(err.contains("ARITHMETIC_OVERFLOW"), "{err}");
+    drop(native);
+    assert_eq!(broker.used(), 0);
+    // Malformed: no projection; a projection short of a column; types that differ between projections.
+    let bad = [
+        expand(vec![], vec!["x".into()]),
+        expand(vec![vec![col(0, &DataType::Int64)], vec![]], vec!["x".into()]),
+        expand(vec![vec![col(0, &DataType::Int64)], vec![col(1, &DataType::Float64)]], vec!["x".into()]),
+    ];
+    for b in bad {
+        let bytes = plan(b, &out).encode_to_vec();
+        let broker = Arc::new(FixedBroker::new(usize::MAX));
+        assert!(NativePlan::try_new(&bytes, vec![reader(vec![], s.clone())], broker).is_err());
+    }
+}

@@ -82,6 +82,12 @@ object EmberConf {
     "Run `ProjectExec` natively (as `EmberProjectExec`)."
   )
 
+  val EXEC_EXPAND: Entry[Boolean] = bool(
+    "spark.ember.exec.expand.enabled",
+    default = true,
+    "Run `ExpandExec` (grouping sets, ROLLUP, CUBE, several DISTINCT aggregates) natively (as `EmberExpandExec`)."
+  )
+
   val EXEC_SORT: Entry[Boolean] = bool(
     "spark.ember.exec.sort.enabled",
     default = true,

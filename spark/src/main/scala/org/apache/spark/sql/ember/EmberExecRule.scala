@@ -265,6 +265,8 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case f: FilterExec => attempt(f, FilterSerde)(op => EmberFilterExec(f.condition, native(f.child), op))
     case p: ProjectExec =>
       attempt(p, ProjectSerde)(op => EmberProjectExec(p.projectList, native(p.child), op))
+    case e: ExpandExec =>
+      attempt(e, ExpandSerde)(op => EmberExpandExec(e.projections, e.output, native(e.child), op))
     case s: SortExec => attempt(s, SortSerde)(op => EmberSortExec(s.sortOrder, s.global, native(s.child), op))
     case l: LocalLimitExec =>
       attempt(l, LocalLimitSerde)(op => EmberLocalLimitExec(l.limit, native(l.child), op))

@@ -12,6 +12,7 @@ import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.{
   joins,
+  ExpandExec,
   FilterExec,
   GlobalLimitExec,
   LocalLimitExec,
@@ -155,6 +156,7 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
   private val replaces: Map[Class[_], Class[_]] = Map(
     classOf[EmberFilterExec] -> classOf[FilterExec],
     classOf[EmberProjectExec] -> classOf[ProjectExec],
+    classOf[EmberExpandExec] -> classOf[ExpandExec],
     classOf[EmberSortExec] -> classOf[SortExec],
     classOf[EmberLocalLimitExec] -> classOf[LocalLimitExec],
     classOf[EmberGlobalLimitExec] -> classOf[GlobalLimitExec],
