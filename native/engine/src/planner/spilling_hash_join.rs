@@ -19,16 +19,30 @@ pub fn create_spilling_hash_join(
     right: Arc<dyn ExecutionPlan>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let (ls, rs) = (left.schema(), right.schema());
-    if hj.left_keys.len() != hj.right_keys.len() || hj.left_keys.is_empty() {
-        return Err(plan_error("hash join needs as many left keys as right keys, at least one"));
+    if hj.left_keys.len() != hj.right_keys.len() {
+        return Err(plan_error("hash join needs as many left keys as right keys"));
     }
-    let on = hj
-        .left_keys
-        .iter()
-        .zip(&hj.right_keys)
-        .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let null_equality = if hj.null_safe.iter().all(|&s| s) && hj.null_safe.len() == on.len() {
+    let nested_loop = hj.left_keys.is_empty();
+    let on = if nested_loop {
+        // A nested-loop join (Spark's BroadcastNestedLoopJoinExec): one constant key on both sides, so every
+        // build row matches every probe row and the condition alone decides; the spilling join's hot-key path
+        // bounds its memory as for any single hot key.
+        let zero = || -> Arc<dyn datafusion_physical_expr::PhysicalExpr> {
+            Arc::new(datafusion_physical_expr::expressions::Literal::new(datafusion_common::ScalarValue::Int32(Some(
+                0,
+            ))))
+        };
+        vec![(zero(), zero())]
+    } else {
+        hj.left_keys
+            .iter()
+            .zip(&hj.right_keys)
+            .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
+            .collect::<Result<Vec<_>>>()?
+    };
+    let null_equality = if nested_loop {
+        NullEquality::NullEqualsNothing
+    } else if hj.null_safe.iter().all(|&s| s) && hj.null_safe.len() == on.len() {
         NullEquality::NullEqualsNull
     } else if hj.null_safe.iter().all(|&s| !s) {
         NullEquality::NullEqualsNothing
@@ -54,7 +68,8 @@ pub fn create_spilling_hash_join(
         max_build_buffer_bytes: hj.max_build_buffer_bytes as usize,
         bucket_bits: if hj.bucket_bits == 0 { defaults.bucket_bits } else { hj.bucket_bits },
         spill_enabled: !hj.spill_disabled,
-        dynamic_filter: hj.dynamic_filter_enabled.then(|| {
+        // Build keys that are all one constant prune nothing.
+        dynamic_filter: (hj.dynamic_filter_enabled && !nested_loop).then(|| {
             let d = JoinDynamicFilterConfig::default();
             JoinDynamicFilterConfig {
                 filter: DynamicFilterConfig {

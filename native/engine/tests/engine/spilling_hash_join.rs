@@ -1084,3 +1084,89 @@ async fn float_join_keys_are_spark_normalized_bit_for_bit() {
     }
     assert!(nans > 0 && zeros > 0, "{nans} NaNs and {zeros} negative zeros seen");
 }
+
+/// The proto arm without keys (Spark's `BroadcastNestedLoopJoinExec`): every pair tried by the condition, as
+/// DataFusion's `NestedLoopJoinExec` over the same rows; in memory and with the build side spilled (all of it on
+/// one constant key, so the hot-key path joins it chunk by chunk).
+#[tokio::test]
+async fn from_proto_nested_loop() {
+    use crate::common::{cmp, col, input, op};
+    use datafusion_physical_plan::joins::NestedLoopJoinExec;
+    use ember_engine::planner::Planner;
+
+    let build = side(build_schema(), Shape { rows: 300, ..PLAIN }, 11);
+    let probe = side(probe_schema(), Shape { rows: 300, ..PROBE }, 12);
+    let cases = [
+        (pb::JoinType::Inner, JoinType::Inner),
+        (pb::JoinType::LeftOuter, JoinType::Left),
+        (pb::JoinType::RightOuter, JoinType::Right),
+        (pb::JoinType::LeftSemi, JoinType::LeftSemi),
+        (pb::JoinType::LeftAnti, JoinType::LeftAnti),
+        (pb::JoinType::LeftMark, JoinType::LeftMark),
+    ];
+    let (ls, rs) = (probe_schema(), build_schema());
+    for build_side in [pb::BuildSide::Left, pb::BuildSide::Right] {
+        for (pb_type, join_type) in cases {
+            for (cap, condition) in [
+                (0, None),
+                (0, Some(cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), col(4, &DataType::Int64)))),
+                (30 << 10, Some(cmp(pb::CmpOp::Gt, col(1, &DataType::Int64), col(4, &DataType::Int64)))),
+            ] {
+                let hj = pb::SpillingHashJoin {
+                    join_type: pb_type as i32,
+                    build_side: build_side as i32,
+                    condition: condition.clone(),
+                    max_build_buffer_bytes: cap,
+                    bucket_bits: 3,
+                    dynamic_filter_enabled: true,
+                    ..Default::default()
+                };
+                let mut right_input = input(1, &rs);
+                if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+                    i.input_index = 1;
+                }
+                let plan_op = op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![input(0, &ls), right_input]);
+                let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
+                    Box::new(RecordBatchIterator::new(probe.clone().into_iter().map(Ok), ls.clone())),
+                    Box::new(RecordBatchIterator::new(build.clone().into_iter().map(Ok), rs.clone())),
+                ];
+                let plan = Planner::new(readers).create_plan(&plan_op).unwrap();
+                let filter = condition.as_ref().map(|_| {
+                    JoinFilter::new(
+                        Arc::new(BinaryExpr::new(
+                            Arc::new(Column::new("pq", 0)),
+                            Operator::Gt,
+                            Arc::new(Column::new("bp", 1)),
+                        )),
+                        vec![
+                            ColumnIndex { index: 1, side: JoinSide::Left },
+                            ColumnIndex { index: 1, side: JoinSide::Right },
+                        ],
+                        Arc::new(Schema::new(vec![
+                            Field::new("pq", DataType::Int64, true),
+                            Field::new("bp", DataType::Int64, true),
+                        ])),
+                    )
+                });
+                let reference = NestedLoopJoinExec::try_new(
+                    source(ls.clone(), probe.clone()),
+                    source(rs.clone(), build.clone()),
+                    filter,
+                    &join_type,
+                    None,
+                )
+                .unwrap();
+                let what = format!("{join_type:?} build {build_side:?} cap {cap} condition {}", condition.is_some());
+                let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+                let e = env(64 << 20, SpillCompression::Lz4Frame);
+                let actual = collect(plan.clone(), e.ctx.clone()).await.unwrap();
+                assert!(!expected.is_empty(), "{what}");
+                assert!(rows(&expected) == rows(&actual), "{what}");
+                let spilled = plan.metrics().unwrap().sum_by_name("spilled_buckets").map_or(0, |m| m.as_usize());
+                assert_eq!(spilled > 0, cap > 0, "{what}: spilled {spilled}");
+                assert_eq!(e.broker.used(), 0, "{what}");
+                assert_eq!(files_under(e.dir.path()), 0, "{what}");
+            }
+        }
+    }
+}

@@ -385,6 +385,15 @@ object EmberConf {
       "the driver from the blocks."
   )
 
+  val EXEC_BROADCAST_NESTED_LOOP_JOIN: Entry[Boolean] = bool(
+    "spark.ember.exec.broadcastNestedLoopJoin.enabled",
+    default = true,
+    "Run `BroadcastNestedLoopJoinExec` natively (as `EmberBroadcastNestedLoopJoinExec`, the spilling hash join " +
+      "over one constant key) when its join type does not preserve the build side (inner and cross joins; " +
+      "left outer, semi, anti and existence joins building right; right outer joins building left); with it " +
+      "off, Ember's broadcast exchange does not take a nested-loop join's broadcast either."
+  )
+
   val EXEC_BROADCAST_HASH_JOIN: Entry[Boolean] = bool(
     "spark.ember.exec.broadcastHashJoin.enabled",
     default = true,

@@ -87,13 +87,13 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
   }
 
   /**
-   * A broadcast hash join passes its streamed side's order on, and the native one does not: one whose order a
+   * A broadcast join (hash or nested-loop) passes its streamed side's order on, and the native one does not: one whose order a
    * node above relies on (directly or through nodes that pass the order on) stays in Spark.
    */
   private def markOrderedBroadcastJoins(p: SparkPlan): Unit = {
     def down(c: SparkPlan, reason: String): Unit = if (c.outputOrdering.nonEmpty) {
       c match {
-        case j: joins.BroadcastHashJoinExec =>
+        case j @ (_: joins.BroadcastHashJoinExec | _: joins.BroadcastNestedLoopJoinExec) =>
           j.setTagValue(BroadcastOrderNeeded, ())
           tag(j, reason)
         case _ =>
@@ -357,6 +357,15 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       }
     // Tagged with the reason by markOrderedBroadcastJoins.
     case j: joins.BroadcastHashJoinExec => j
+    case j: joins.BroadcastNestedLoopJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>
+      attempt(j, BroadcastNestedLoopJoinSerde) { op =>
+        val (left, right) = j.buildSide match {
+          case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(j.left), streamedChild(j.right))
+          case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(j.left), native(j.right))
+        }
+        EmberBroadcastNestedLoopJoinExec(left, right, j.buildSide, j.joinType, j.condition, op)
+      }
+    case j: joins.BroadcastNestedLoopJoinExec => j
     case t: TakeOrderedAndProjectExec => takeOrderedAndProject(t)
     case c: CollectLimitExec => collectLimit(c)
     case other =>

@@ -164,6 +164,7 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     classOf[EmberAggregateExec] -> classOf[BaseAggregateExec],
     classOf[EmberSpillingHashJoinExec] -> classOf[joins.ShuffledHashJoinExec],
     classOf[EmberBroadcastHashJoinExec] -> classOf[joins.BroadcastHashJoinExec],
+    classOf[EmberBroadcastNestedLoopJoinExec] -> classOf[joins.BroadcastNestedLoopJoinExec],
     classOf[EmberTakeOrderedAndProjectExec] -> classOf[TakeOrderedAndProjectExec]
   )
 

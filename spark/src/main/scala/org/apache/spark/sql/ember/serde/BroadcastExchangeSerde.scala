@@ -1,13 +1,14 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.execution.exchange.BroadcastExchangeExec
+import org.apache.spark.sql.catalyst.plans.physical.IdentityBroadcastMode
 import org.apache.spark.sql.execution.joins.HashedRelationBroadcastMode
 import org.apache.spark.sql.internal.SQLConf
 import org.ember.EmberConf
 import org.ember.proto
 
 /**
- * `BroadcastExchangeExec` (a hash join's broadcast) → Ember's broadcast exchange: its child's block topped by a
+ * `BroadcastExchangeExec` (a hash join's or a nested-loop join's broadcast) → Ember's broadcast exchange: its child's block topped by a
  * one-partition `ShuffleWriter`, whose Arrow IPC blocks are collected and broadcast.
  */
 object BroadcastExchangeSerde extends OperatorSerde[BroadcastExchangeExec] {
@@ -18,6 +19,8 @@ object BroadcastExchangeSerde extends OperatorSerde[BroadcastExchangeExec] {
     for {
       _ <- plan.mode match {
         case _: HashedRelationBroadcastMode => Right(())
+        // A nested-loop join's broadcast (its rows as they are).
+        case IdentityBroadcastMode if EmberConf.EXEC_BROADCAST_NESTED_LOOP_JOIN.get(conf) => Right(())
         case other => Left(s"a broadcast of ${other.getClass.getSimpleName.stripSuffix("$")} stays in Spark")
       }
       _ <-

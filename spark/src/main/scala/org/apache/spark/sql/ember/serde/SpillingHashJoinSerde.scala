@@ -36,7 +36,8 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
     )
 
   def joinType(jt: JoinType): Either[String, proto.JoinType] = jt match {
-    case Inner => Right(proto.JoinType.JOIN_TYPE_INNER)
+    // A cross join is an inner join whose condition (if any) decides alone.
+    case Inner | Cross => Right(proto.JoinType.JOIN_TYPE_INNER)
     case LeftOuter => Right(proto.JoinType.JOIN_TYPE_LEFT_OUTER)
     case RightOuter => Right(proto.JoinType.JOIN_TYPE_RIGHT_OUTER)
     case FullOuter => Right(proto.JoinType.JOIN_TYPE_FULL_OUTER)
@@ -59,7 +60,8 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
       buildSide: BuildSide,
       condition: Option[Expression],
       left: SparkPlan,
-      right: SparkPlan
+      right: SparkPlan,
+      nestedLoop: Boolean = false
   ): Either[String, proto.Operator] = {
     val conf = SQLConf.get
     val badKey = leftKeys.zip(rightKeys).collectFirst {
@@ -70,7 +72,8 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
           (if (ExprSerde.orderable(l.dataType)) " not normalized by Spark" else "")
     }
     for {
-      _ <- if (leftKeys.isEmpty) Left("a hash join without equi-join keys") else Right(())
+      // No keys is the engine's nested-loop join (BroadcastNestedLoopJoinSerde), never a hash join's plan.
+      _ <- if (leftKeys.isEmpty != nestedLoop) Left("a hash join without equi-join keys") else Right(())
       _ <- badKey.toLeft(())
       t <- joinType(jt)
       _ <- checkSchema(left.output)
@@ -92,7 +95,7 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
         .setMaxBuildBufferBytes(EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
         .setBucketBits(bits.max(1L).min(16L).toInt)
         .setSpillDisabled(!EmberConf.SPILLING_HASH_JOIN_SPILL.get(conf))
-        .setDynamicFilterEnabled(EmberConf.DYNAMIC_FILTER_ENABLED.get(conf))
+        .setDynamicFilterEnabled(EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && !nestedLoop)
         .setDynamicFilterMaxSetValues(
           EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).max(0L).min(Int.MaxValue).toInt
         )

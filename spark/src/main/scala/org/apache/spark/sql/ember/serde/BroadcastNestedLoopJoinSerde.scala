@@ -1,0 +1,45 @@
+package org.apache.spark.sql.ember.serde
+
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
+import org.apache.spark.sql.catalyst.plans._
+import org.apache.spark.sql.ember.execution.EmberBroadcastExchangeExec
+import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec
+import org.ember.EmberConf
+import org.ember.proto
+
+/**
+ * `BroadcastNestedLoopJoinExec` → the native join without keys (proto `SpillingHashJoin` with no keys: the engine
+ * joins every pair and the condition decides) over the blocks of Ember's broadcast exchange. Only join types
+ * whose build side is not preserved: Spark emits a preserved build side's unmatched rows once over all tasks
+ * (a second job over the streamed side), which one task cannot know.
+ */
+object BroadcastNestedLoopJoinSerde extends OperatorSerde[BroadcastNestedLoopJoinExec] {
+  override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_BROADCAST_NESTED_LOOP_JOIN
+
+  override def convert(plan: BroadcastNestedLoopJoinExec): Either[String, proto.Operator] = {
+    val build = plan.buildSide match {
+      case BuildLeft => plan.left
+      case BuildRight => plan.right
+    }
+    for {
+      _ <-
+        if (EmberBroadcastExchangeExec.of(build).isDefined) Right(())
+        else Left(s"the build side is not Ember's broadcast exchange (${build.nodeName})")
+      _ <- (plan.joinType, plan.buildSide) match {
+        case (_: InnerLike | RightOuter, BuildLeft) => Right(())
+        case (_: InnerLike | LeftOuter | LeftSemi | LeftAnti | _: ExistenceJoin, BuildRight) => Right(())
+        case (jt, bs) => Left(s"a nested-loop ${jt.sql} join building $bs (its build side is preserved)")
+      }
+      op <- SpillingHashJoinSerde.hashJoin(
+        Nil,
+        Nil,
+        plan.joinType,
+        plan.buildSide,
+        plan.condition,
+        plan.left,
+        plan.right,
+        nestedLoop = true
+      )
+    } yield op
+  }
+}
