@@ -64,9 +64,10 @@ impl fmt::Display for LazyLogicalExpr {
 }
 
 /// Whether evaluating `e` can never raise: columns, literals, comparisons (the planner made both sides one
-/// type), IS [NOT] NULL, NOT, float normalization and AND/OR of such. Anything else may (ANSI arithmetic, casts,
+/// type), IS [NOT] NULL, NOT, float normalization, a small decimal's unscaled value, widening casts, a query
+/// context's wrapper and AND/OR of such. Anything else may (ANSI arithmetic, casts,
 /// functions).
-fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
+pub(crate) fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
     use datafusion_expr::Operator::*;
     use datafusion_physical_expr::expressions::{BinaryExpr, Column, IsNotNullExpr, IsNullExpr, Literal, NotExpr};
     let children_infallible = || e.children().into_iter().all(infallible);
@@ -80,7 +81,10 @@ fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
             || e.downcast_ref::<IsNotNullExpr>().is_some()
             || e.downcast_ref::<NotExpr>().is_some()
             || e.downcast_ref::<LazyLogicalExpr>().is_some()
-            || e.downcast_ref::<super::NormalizeFloatExpr>().is_some())
+            || e.downcast_ref::<super::NormalizeFloatExpr>().is_some()
+            || e.downcast_ref::<super::unscaled::UnscaledValueExpr>().is_some()
+            || e.downcast_ref::<super::query_context::QueryContextExpr>().is_some()
+            || e.downcast_ref::<super::cast::SparkCastExpr>().is_some_and(|c| c.widens()))
             && children_infallible()
     }
 }
@@ -215,6 +219,21 @@ mod tests {
     /// The kleene tables hold on both paths: a right side that cannot raise (evaluated on every row) and one
     /// that may (evaluated on the undecided rows only); only comparisons, null tests, NOT and AND/OR of columns
     /// and literals count as unable to raise.
+    /// Casts that widen (Spark's sum and avg arguments) cannot raise; a narrowing ANSI cast can.
+    #[test]
+    fn widening_casts_cannot_raise() {
+        use crate::expressions::mode::Mode;
+        use arrow::datatypes::Field;
+        let schema = Schema::new(vec![Field::new("i", DataType::Int32, true), Field::new("l", DataType::Int64, true)]);
+        let cast = |i: usize, to: DataType| {
+            let c: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(i).name(), i));
+            crate::expressions::cast::create(c, to, Mode::Ansi, "UTC", &schema).unwrap()
+        };
+        assert!(infallible(&cast(0, DataType::Int64)));
+        assert!(infallible(&cast(0, DataType::Float64)));
+        assert!(!infallible(&cast(1, DataType::Int32)));
+    }
+
     #[test]
     fn a_right_side_that_cannot_raise_is_evaluated_on_every_row() {
         use datafusion_expr::Operator;

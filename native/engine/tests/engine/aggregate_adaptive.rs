@@ -180,6 +180,60 @@ fn gated_partial_matches_datafusion() {
     }
 }
 
+/// Spark's `FILTER (WHERE …)` per function: the gated partial (aggregating, switching, passed through) with
+/// filters, then DataFusion's final, equals DataFusion's own filtered partial + final. Filters that are NULL on
+/// some rows count as false there.
+#[test]
+fn filtered_partial_matches_datafusion() {
+    use datafusion_expr::Operator;
+    use datafusion_physical_expr::expressions::{binary, is_null};
+    for (key_space, config) in [
+        (1_000_000, cfg(2_000)),
+        (50, cfg(2_000)),
+        (5_000, GateConfig { force_pass_through: true, ..cfg(2_000) }),
+        (5_000, GateConfig { enabled: false, ..cfg(2_000) }),
+    ] {
+        let (schema, batches) = random_batches(8, 1000, key_space, 11 + key_space as u64);
+        let groups = groups_k_k2(&schema);
+        let aggs = all_aggs(&schema);
+        let v_positive = binary(col("v", &schema).unwrap(), Operator::Gt, lit(0i64), &schema).unwrap();
+        let d_null = is_null(col("d", &schema).unwrap()).unwrap();
+        let k2_g1 = binary(col("k2", &schema).unwrap(), Operator::Eq, lit("g1"), &schema).unwrap();
+        let filters: Vec<Option<Arc<dyn PhysicalExpr>>> = (0..aggs.len())
+            .map(|i| match i % 4 {
+                0 => Some(Arc::clone(&v_positive)),
+                1 => Some(Arc::clone(&k2_g1)),
+                2 => None,
+                _ => Some(Arc::clone(&d_null)),
+            })
+            .collect();
+        let reference = Arc::new(
+            AggregateExec::try_new(
+                AggregateMode::Partial,
+                PhysicalGroupBy::new_single(groups.clone()),
+                aggs.clone(),
+                filters.clone(),
+                source(&batches, &schema),
+                schema.clone(),
+            )
+            .unwrap(),
+        );
+        let expected = run(final_over(reference, &groups, &aggs, &schema), ctx(1024, None)).unwrap();
+        let gated = Arc::new(
+            AdaptiveAggregateExec::try_new(source(&batches, &schema), groups.clone(), aggs.clone(), config.clone())
+                .unwrap()
+                .with_filters(filters)
+                .unwrap(),
+        );
+        let actual = run(final_over(gated.clone(), &groups, &aggs, &schema), ctx(1024, None)).unwrap();
+        assert_same_rows(&actual, &expected, &format!("filtered, key space {key_space}, {config:?}"));
+        let passed = gated.metrics().unwrap().sum_by_name("rows_passed_through").map(|v| v.as_usize()).unwrap_or(0);
+        if config.force_pass_through {
+            assert_eq!(passed, 8_000, "every row passed through, filters applied to its state");
+        }
+    }
+}
+
 /// Under a pool too small for the whole state the gated partial emits early instead of failing, and the
 /// final answer is unchanged.
 #[test]

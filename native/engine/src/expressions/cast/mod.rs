@@ -323,6 +323,20 @@ where
 }
 
 impl SparkCastExpr {
+    /// Whether this cast can never raise, whatever the mode: an integer to a wider integer or to DOUBLE, FLOAT
+    /// to DOUBLE (Spark's sum and avg widen their arguments so).
+    pub fn widens(&self) -> bool {
+        use DataType::*;
+        matches!(
+            (&self.from, &self.to),
+            (Int8, Int16 | Int32 | Int64 | Float64)
+                | (Int16, Int32 | Int64 | Float64)
+                | (Int32, Int64 | Float64)
+                | (Int64, Float64)
+                | (Float32, Float64)
+        )
+    }
+
     /// The result of a value that Spark rejects: NULL in LEGACY/TRY, `err` in ANSI.
     fn fail<T>(&self, err: impl FnOnce() -> SparkError) -> Result<Option<T>> {
         match self.mode {

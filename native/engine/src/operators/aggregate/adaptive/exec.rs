@@ -30,6 +30,8 @@ pub struct AdaptiveAggregateExec {
     input: Arc<dyn ExecutionPlan>,
     group_by: Vec<(Arc<dyn PhysicalExpr>, String)>,
     aggr_expr: Vec<Arc<AggregateFunctionExpr>>,
+    /// Per aggregate, Spark's `FILTER (WHERE …)`: only rows where it is true reach the aggregate.
+    filters: Vec<Option<Arc<dyn PhysicalExpr>>>,
     config: GateConfig,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
@@ -106,7 +108,27 @@ impl AdaptiveAggregateExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        Ok(Self { input, group_by, aggr_expr, config, schema, properties, metrics: ExecutionPlanMetricsSet::new() })
+        let filters = vec![None; aggr_expr.len()];
+        Ok(Self {
+            input,
+            group_by,
+            aggr_expr,
+            filters,
+            config,
+            schema,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The same aggregate with a filter per aggregate function (`None`: every row), boolean expressions over
+    /// the input.
+    pub fn with_filters(mut self, filters: Vec<Option<Arc<dyn PhysicalExpr>>>) -> Result<Self> {
+        if filters.len() != self.aggr_expr.len() {
+            return internal_err!("{} filters for {} aggregates", filters.len(), self.aggr_expr.len());
+        }
+        self.filters = filters;
+        Ok(self)
     }
 
     pub fn group_by(&self) -> &[(Arc<dyn PhysicalExpr>, String)] {
@@ -171,6 +193,9 @@ impl ExecutionPlan for AdaptiveAggregateExec {
                 tnr = tnr.visit_sibling(|| f(&e))?;
             }
         }
+        for e in self.filters.iter().flatten() {
+            tnr = tnr.visit_sibling(|| f(e))?;
+        }
         Ok(tnr)
     }
 
@@ -182,12 +207,10 @@ impl ExecutionPlan for AdaptiveAggregateExec {
         if children.len() != 1 {
             return internal_err!("AdaptiveAggregateExec has one child");
         }
-        Ok(Arc::new(Self::try_new(
-            children.remove(0),
-            self.group_by.clone(),
-            self.aggr_expr.clone(),
-            self.config.clone(),
-        )?))
+        Ok(Arc::new(
+            Self::try_new(children.remove(0), self.group_by.clone(), self.aggr_expr.clone(), self.config.clone())?
+                .with_filters(self.filters.clone())?,
+        ))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
@@ -199,6 +222,7 @@ impl ExecutionPlan for AdaptiveAggregateExec {
             self.group_by.iter().map(|(e, _)| Arc::clone(e)).collect(),
             group_schema(&self.group_by, &input_schema)?,
             self.aggr_expr.clone(),
+            self.filters.clone(),
             self.config.clone(),
             &context,
             partition,

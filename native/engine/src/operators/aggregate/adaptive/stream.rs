@@ -6,8 +6,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use arrow::array::{ArrayRef, RecordBatch};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow::datatypes::{Schema, SchemaRef};
+use datafusion_common::cast::as_boolean_array;
 use datafusion_common::Result;
 use datafusion_execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion_execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
@@ -29,6 +30,7 @@ pub(super) struct AdaptiveAggregateStream {
     input: SendableRecordBatchStream,
     group_exprs: Vec<Arc<dyn PhysicalExpr>>,
     arg_exprs: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    filter_exprs: Vec<Option<Arc<dyn PhysicalExpr>>>,
     group_values: Box<dyn GroupValues>,
     accumulators: Vec<Box<dyn GroupsAccumulator>>,
     gate: Gate,
@@ -50,6 +52,7 @@ impl AdaptiveAggregateStream {
         group_exprs: Vec<Arc<dyn PhysicalExpr>>,
         group_schema: SchemaRef,
         aggr_exprs: Vec<Arc<AggregateFunctionExpr>>,
+        filter_exprs: Vec<Option<Arc<dyn PhysicalExpr>>>,
         config: GateConfig,
         context: &Arc<TaskContext>,
         partition: usize,
@@ -72,6 +75,7 @@ impl AdaptiveAggregateStream {
             input,
             group_exprs,
             arg_exprs,
+            filter_exprs,
             group_values,
             accumulators,
             gate,
@@ -96,6 +100,13 @@ impl AdaptiveAggregateStream {
 
     fn evaluate(exprs: &[Arc<dyn PhysicalExpr>], batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
         exprs.iter().map(|e| e.evaluate(batch)?.into_array(batch.num_rows())).collect()
+    }
+
+    /// An aggregate's FILTER over the batch: the accumulators take only rows where it is true (NULL: not).
+    fn evaluate_filter(filter: &Option<Arc<dyn PhysicalExpr>>, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
+        let Some(f) = filter else { return Ok(None) };
+        let a = f.evaluate(batch)?.into_array(batch.num_rows())?;
+        Ok(Some(as_boolean_array(&a)?.clone()))
     }
 
     fn process(&mut self, batch: RecordBatch) -> Result<()> {
@@ -135,9 +146,10 @@ impl AdaptiveAggregateStream {
                 let timer = self.metrics.aggregate_time.timer();
                 self.group_values.intern(&keys, &mut self.group_ids)?;
                 let total = self.group_values.len();
-                for (acc, args) in self.accumulators.iter_mut().zip(&self.arg_exprs) {
+                for ((acc, args), filter) in self.accumulators.iter_mut().zip(&self.arg_exprs).zip(&self.filter_exprs) {
                     let values = Self::evaluate(args, &batch)?;
-                    acc.update_batch(&values, &self.group_ids, None, total)?;
+                    let filter = Self::evaluate_filter(filter, &batch)?;
+                    acc.update_batch(&values, &self.group_ids, filter.as_ref(), total)?;
                 }
                 timer.done();
                 if self.gate.probe(self.group_values.len()) == Decision::ToPassThrough {
@@ -163,9 +175,10 @@ impl AdaptiveAggregateStream {
                 let mut columns = keys;
                 // Each row → a one-row partial state, no hash table (`convert_to_state`; DataFusion's adapter
                 // for row-at-a-time accumulators such as first/last implements it too).
-                for (acc, args) in self.accumulators.iter().zip(&self.arg_exprs) {
+                for ((acc, args), filter) in self.accumulators.iter().zip(&self.arg_exprs).zip(&self.filter_exprs) {
                     let values = Self::evaluate(args, &batch)?;
-                    columns.extend(acc.convert_to_state(&values, None)?);
+                    let filter = Self::evaluate_filter(filter, &batch)?;
+                    columns.extend(acc.convert_to_state(&values, filter.as_ref())?);
                 }
                 timer.done();
                 self.metrics.rows_passed_through.add(n);

@@ -182,7 +182,7 @@ object EmberConf {
     "Run `HashAggregateExec`, `ObjectHashAggregateExec` and `SortAggregateExec` (when no function's result " +
       "depends on its input order) natively (as `EmberAggregateExec`) when every function is count, " +
       "sum/avg (of decimals; of other numbers outside TRY mode), min/max of an orderable type (FLOAT/DOUBLE " +
-      "in Spark's NaN and -0.0 order) or first/last, without FILTER clauses; intermediate buffers are " +
+      "in Spark's NaN and -0.0 order) or first/last (FILTER clauses in partial aggregates); intermediate buffers are " +
       "Spark's, so native and Spark partial/final aggregates mix."
   )
 

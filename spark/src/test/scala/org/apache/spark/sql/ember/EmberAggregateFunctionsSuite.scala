@@ -385,4 +385,58 @@ class EmberAggregateFunctionsSuite extends EmberQueryTest {
       assert(nativeAggs(g).map(_.metrics("rows_passed_through").value).sum == 3000)
     }
   }
+
+  // ---------------------------------------------------------------- FILTER clauses
+
+  private def filtered(grouped: Boolean): DataFrame = {
+    data.createOrReplaceTempView("agg_filter_t")
+    val keys = if (grouped) "i8 % 5 AS g, " else ""
+    val groupBy = if (grouped) " GROUP BY i8 % 5" else ""
+    spark
+      .sql(
+        s"""SELECT $keys
+           |  count(*) FILTER (WHERE b),
+           |  count(s) FILTER (WHERE i32 > 0),
+           |  sum(i32) FILTER (WHERE s LIKE 's1%' OR i16 IS NULL),
+           |  sum(dec38) FILTER (WHERE i16 < 0),
+           |  avg(dec38) FILTER (WHERE dt > DATE'2000-01-01'),
+           |  min(f64) FILTER (WHERE NOT b),
+           |  max(ts) FILTER (WHERE b IS NULL),
+           |  first(i16, true) FILTER (WHERE i64 > 0),
+           |  sum(i32)
+           |FROM agg_filter_t$groupBy""".stripMargin
+      )
+      .asInstanceOf[DataFrame]
+  }
+
+  test("FILTER clauses: grouped (gated and passed through) and global, both ANSI modes") {
+    bothAnsiModes { _ =>
+      checkSame(filtered(grouped = true))
+      checkSame(filtered(grouped = false))
+      withSQLConf("spark.ember.aggregate.adaptivePartial.forcePassThrough.enabled" -> "true") {
+        checkSame(filtered(grouped = true))
+      }
+    }
+  }
+
+  test(
+    "FILTER over an argument that can raise stays in Spark: Spark evaluates it only where the filter holds"
+  ) {
+    withSQLConf("spark.sql.ansi.enabled" -> "true") {
+      // i32 * 100000 overflows on rows the filter drops; Spark never evaluates it there.
+      data.createOrReplaceTempView("agg_filter_raise")
+      def f = spark
+        .sql(
+          "SELECT i8 % 3, sum(i32 * 100000) FILTER (WHERE i32 BETWEEN -1000 AND 1000) FROM agg_filter_raise GROUP BY i8 % 3"
+        )
+        .asInstanceOf[DataFrame]
+      checkSparkAnswerAndNative(f, Nil)
+      withEmber(enabled = true) {
+        val df = f
+        df.collect()
+        val reasons = sparkAggs(df).flatMap(EmberExecRule.fallbackReasons)
+        assert(reasons.exists(_.contains("FILTER over an argument that can raise")), s"reasons: $reasons")
+      }
+    }
+  }
 }

@@ -208,7 +208,11 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
       val df = query
       val natives = nativeNodes(df)
       expectedNative.foreach(cls =>
-        assert(natives.exists(cls.isInstance(_)), s"no ${cls.getSimpleName} in plan")
+        assert(
+          natives.exists(cls.isInstance(_)),
+          s"no ${cls.getSimpleName} in plan; fallbacks: " +
+            EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan).mkString("; ")
+        )
       )
       val emberError = intercept[Throwable](df.collect())
       assert(

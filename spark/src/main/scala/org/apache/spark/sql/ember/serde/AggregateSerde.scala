@@ -81,6 +81,10 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
         else ExprSerde.convertAll(f.children.take(1), args)
       result <- TypeSerde.convert(f.dataType, tz)
       buffer <- sequence(f.aggBufferAttributes.map(field(_, tz)))
+      filter <- ae.filter match {
+        case Some(p) => ExprSerde.convert(p, args).map(Some(_))
+        case None => Right(None)
+      }
     } yield {
       val b = proto.AggregateFunction
         .newBuilder()
@@ -89,6 +93,7 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
         .setName(TypeSerde.name(ae.resultAttribute.name))
       argExprs.foreach(b.addArgs)
       buffer.foreach(b.addIntermediate)
+      filter.foreach(b.setFilter)
       f match {
         case s: Sum =>
           b.setEvalMode(ExprSerde.evalMode(s.evalContext.evalMode)).setQueryContext(QueryContexts.id(s))
@@ -139,8 +144,10 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
           Left("aggregate without grouping keys and functions is not supported natively")
         else Right(())
       _ <- if (plan.isStreaming) Left("streaming aggregates are not supported natively") else Right(())
+      // Spark keeps a FILTER only in partial (and complete) mode.
       _ <-
-        if (aggs.exists(_.filter.isDefined)) Left("aggregate FILTER clauses are not supported natively")
+        if (aggs.exists(_.filter.isDefined) && !isPartial)
+          Left("aggregate FILTER clauses outside a partial aggregate are not supported natively")
         else Right(())
       m <- mode
       _ <- checkSchema(plan.child.output)
