@@ -283,10 +283,16 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                         batch_size,
                         move || check_alive(&source),
                         Box::new(move |p| {
-                            call_source("reporting what the Parquet filters skipped failed", |env| {
+                            call_source("reporting what the Parquet reader read and skipped failed", |env| {
                                 let long = |n: u64| JValue::Long(i64::try_from(n).unwrap_or(i64::MAX));
-                                let args = [long(p.row_groups), long(p.pages), long(p.rows)];
-                                env.call_method(&metrics, jni_str!("pruned"), jni_sig!("(JJJ)V"), &args).map(|_| ())
+                                let args = [
+                                    long(p.row_groups),
+                                    long(p.pages),
+                                    long(p.rows),
+                                    long(p.bytes_read),
+                                    long(p.rows_read),
+                                ];
+                                env.call_method(&metrics, jni_str!("pruned"), jni_sig!("(JJJJJ)V"), &args).map(|_| ())
                             })
                         }),
                     )?;

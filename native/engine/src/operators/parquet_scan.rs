@@ -39,6 +39,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::sync::Arc;
 
@@ -118,6 +119,56 @@ pub struct ScanPruning {
     pub row_groups: u64,
     pub pages: u64,
     pub rows: u64,
+    /// Bytes the reader took from the file (footer, page index, pages) since the last report.
+    pub bytes_read: u64,
+    /// Rows the reader returned since the last report.
+    pub rows_read: u64,
+}
+
+/// A Parquet file that counts the bytes the reader takes from it (Spark's input bytes of a task: the native
+/// reader bypasses the Hadoop file system whose statistics Spark reads).
+struct CountingFile {
+    file: File,
+    read: Arc<AtomicU64>,
+}
+
+impl CountingFile {
+    fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(Self { file: self.file.try_clone()?, read: Arc::clone(&self.read) })
+    }
+}
+
+impl parquet::file::reader::Length for CountingFile {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+}
+
+impl parquet::file::reader::ChunkReader for CountingFile {
+    type T = CountingRead<<File as parquet::file::reader::ChunkReader>::T>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(CountingRead { inner: self.file.get_read(start)?, read: Arc::clone(&self.read) })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let bytes = self.file.get_bytes(start, length)?;
+        self.read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes)
+    }
+}
+
+struct CountingRead<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountingRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Hears each [`ScanPruning`] as it happens.
@@ -271,7 +322,7 @@ enum ColumnSource {
 
 /// A split being read, one row group at a time (each with its own page selection and row filter).
 struct OpenSplit {
-    file: File,
+    file: CountingFile,
     meta: ArrowReaderMetadata,
     mask: ProjectionMask,
     /// Per requested column: its root in the file, how it converts, and its leaf (for statistics).
@@ -342,6 +393,8 @@ pub struct ParquetScanReader<F> {
     row_filter_pause: usize,
     row_filter_pause_groups: usize,
     current: Option<OpenSplit>,
+    /// Bytes taken from the files and not reported yet (shared with each split's [`CountingFile`]).
+    bytes_read: Arc<AtomicU64>,
     /// Set after an error: the reader ends there.
     failed: bool,
     alive: F,
@@ -393,6 +446,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             row_filter_pause: 0,
             row_filter_pause_groups: ROW_FILTER_PAUSE,
             current: None,
+            bytes_read: Arc::new(AtomicU64::new(0)),
             failed: false,
             alive,
         })
@@ -419,7 +473,8 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         self
     }
 
-    fn report(&mut self, pruning: ScanPruning, file: &str) -> Result<(), ArrowError> {
+    fn report(&mut self, mut pruning: ScanPruning, file: &str) -> Result<(), ArrowError> {
+        pruning.bytes_read += self.bytes_read.swap(0, Ordering::Relaxed);
         if pruning == ScanPruning::default() {
             return Ok(());
         }
@@ -435,6 +490,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             let file_name = split.name().to_string();
             let context = |e: &dyn std::fmt::Display| failed_read(&file_name, e);
             let file = File::open(&split.path).map_err(|e| context(&e))?;
+            let file = CountingFile { file, read: Arc::clone(&self.bytes_read) };
             // Spark writes no Arrow schema into its files; one written by another tool is ignored too, so a
             // column reads as its Parquet type says (strings as Utf8, not whichever view type a writer chose).
             let mut options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
@@ -867,7 +923,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             self.row_filter_pause = self.row_filter_pause_groups;
         }
         let rows = group.rows.saturating_sub(group.returned);
-        self.report(ScanPruning { pages: group.pages, rows, ..Default::default() }, file)
+        self.report(ScanPruning { pages: group.pages, rows, rows_read: group.returned, ..Default::default() }, file)
     }
 
     fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
@@ -879,7 +935,8 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 Some(open) => open,
                 None => match self.open_next() {
                     Ok(Some(open)) => open,
-                    Ok(None) => return None,
+                    // The last splits' bytes (e.g. footers of splits without row groups of their own).
+                    Ok(None) => return self.report(ScanPruning::default(), "").err().map(Err),
                     Err(e) => return Some(Err(e)),
                 },
             };
@@ -2147,10 +2204,53 @@ mod tests {
         let (pages, seen) = read_filtered(splits.clone(), filters.clone(), false).unwrap();
         // Row group 1 alone; its pages 1200..1250, 1250..1300, 1300..1350, 1350..1400: 16 of 20 skipped.
         assert_eq!(ids(&pages, 0), (1200..1400).collect::<Vec<_>>());
-        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 800 });
+        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 800, ..Default::default() });
         let (rows, seen) = read_filtered(splits, filters, true).unwrap();
         assert_eq!(ids(&rows, 0), (1225..1360).collect::<Vec<_>>());
-        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 1000 - 135 });
+        assert_eq!(seen, ScanPruning { row_groups: 2, pages: 16, rows: 1000 - 135, ..Default::default() });
+    }
+
+    /// Bytes taken from the files and rows returned are reported (Spark's task input metrics): every row once,
+    /// at most the files' sizes, and fewer bytes when row groups are pruned.
+    #[test]
+    fn bytes_and_rows_read_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let splits = write_typed(dir.path(), 3000, 1000, 3, false);
+        let size: u64 = splits.iter().map(|s| std::fs::metadata(&s.path).unwrap().len()).sum();
+        let read = |filters: Vec<ScanFilter>| {
+            let (fields, names) = typed_fields();
+            let total = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+            let sink = total.clone();
+            let reader = ParquetScanReader::new(
+                Arc::new(Schema::new(fields)),
+                names.iter().map(|n| n.to_string()).collect(),
+                false,
+                defaults(),
+                splits.clone(),
+                64,
+                || Ok(()),
+            )
+            .unwrap()
+            .with_filters(
+                filters,
+                Box::new(move |p| {
+                    let mut t = sink.lock().unwrap();
+                    t.0 += p.bytes_read;
+                    t.1 += p.rows_read;
+                    Ok(())
+                }),
+            );
+            let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+            let t = *total.lock().unwrap();
+            (rows as u64, t)
+        };
+        let (rows, (bytes, reported_rows)) = read(vec![]);
+        assert_eq!((rows, reported_rows), (3000, 3000));
+        assert!(bytes > 0 && bytes <= size, "{bytes} of {size}");
+        let f = ScanFilter { column: 0, op: FilterOp::Lt, values: vec![ScalarValue::Int64(Some(500))] };
+        let (rows, (pruned_bytes, reported_rows)) = read(vec![f]);
+        assert_eq!(rows, reported_rows);
+        assert!(pruned_bytes > 0 && pruned_bytes < bytes, "{pruned_bytes} with two row groups pruned, {bytes} without");
     }
 
     /// A date before the switch in EXCEPTION mode fails the read whatever the filters would skip, as reading
@@ -2167,7 +2267,7 @@ mod tests {
         let modern = write_typed(dir.path(), 1000, 1000, 5, false);
         let (rows, seen) = read_filtered(modern, filters, true).unwrap();
         assert_eq!(ids(&rows, 0), (501..1000).collect::<Vec<_>>());
-        assert_eq!(seen, ScanPruning { row_groups: 0, pages: 10, rows: 501 });
+        assert_eq!(seen, ScanPruning { row_groups: 0, pages: 10, rows: 501, ..Default::default() });
     }
 
     /// A row filter that does not pay — it keeps more than half of a row group's rows, or the rows it passes lie

@@ -536,6 +536,46 @@ class EmberParquetScanSuite extends EmberQueryTest {
 
   private def rowGroupsPruned(df: DataFrame): Long = scanMetric(df, "parquetRowGroupsPruned")
 
+  /** The input metrics of the tasks `f` runs (Spark's "Input Size / Records"): bytes and records read. */
+  private def taskInput(f: => Unit): (Long, Long) = {
+    val bytes = new java.util.concurrent.atomic.AtomicLong
+    val records = new java.util.concurrent.atomic.AtomicLong
+    val listener = new org.apache.spark.scheduler.SparkListener {
+      override def onTaskEnd(end: org.apache.spark.scheduler.SparkListenerTaskEnd): Unit =
+        Option(end.taskMetrics).foreach { m =>
+          bytes.addAndGet(m.inputMetrics.bytesRead)
+          records.addAndGet(m.inputMetrics.recordsRead)
+        }
+    }
+    spark.sparkContext.listenerBus.waitUntilEmpty()
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      f
+      spark.sparkContext.listenerBus.waitUntilEmpty()
+    } finally spark.sparkContext.removeSparkListener(listener)
+    (bytes.get, records.get)
+  }
+
+  test("bytes and records read reach the task's input metrics and the scan's metric, as Spark's scan") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      write(path, 3000, "snappy")
+      def q = spark.read.parquet(path).where(col("i32").isNotNull).agg(count(lit(1)), sum("i32"))
+      val (sparkBytes, sparkRecords) = taskInput(withEmber(enabled = false)(q.collect()))
+      var df: DataFrame = null
+      val (emberBytes, emberRecords) = taskInput(withEmber(enabled = true) { df = q; df.collect() })
+      assert(splitsRead(df) > 0, reason(df))
+      // Every row of the files, as Spark counts them (the filter is applied above the scan on both sides).
+      assert(
+        emberRecords == sparkRecords && sparkRecords == 3000,
+        s"records: Ember $emberRecords, Spark $sparkRecords"
+      )
+      // Both read the footers and the two columns' chunks; readers differ in what else they fetch.
+      assert(emberBytes > 0 && sparkBytes > 0, s"bytes: Ember $emberBytes, Spark $sparkBytes")
+      assert(scanMetric(df, "parquetBytesRead") == emberBytes)
+    }
+  }
+
   test("row groups skipped by statistics of pushed filters, never changing the answer") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath

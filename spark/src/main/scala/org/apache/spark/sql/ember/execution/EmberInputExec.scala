@@ -31,7 +31,8 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     "parquetRowsSkipped" -> SQLMetrics.createMetric(
       sparkContext,
       "Parquet rows of the row groups read skipped by pages or filtered in the reader"
-    )
+    ),
+    "parquetBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "Parquet bytes read natively")
   )
 
   /** The metrics a native Parquet scan under this input fills. */
@@ -39,7 +40,8 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     metrics("parquetSplits"),
     metrics("parquetRowGroupsPruned"),
     metrics("parquetPagesPruned"),
-    metrics("parquetRowsSkipped")
+    metrics("parquetRowsSkipped"),
+    metrics("parquetBytesRead")
   )
   override def simpleString(maxFields: Int): String = child match {
     case scan: FileSourceScanExec =>
