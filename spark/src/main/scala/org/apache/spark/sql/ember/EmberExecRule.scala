@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.ember.serde._
 import org.apache.spark.sql.execution._
@@ -17,6 +18,35 @@ import org.ember.EmberConf
 import org.ember.proto
 
 object EmberExecRule {
+
+  /** On a `BroadcastExchangeExec` whose consumer stays in Spark: it stays Spark's too (see below). */
+  val KeepSparkBroadcast: TreeNodeTag[String] = TreeNodeTag[String]("ember.keepSparkBroadcast")
+
+  /**
+   * Tags the broadcast of every nested-loop join that will stay in Spark, so that it stays Spark's broadcast:
+   * Ember's would be decoded on the driver and broadcast a second time for it. Run over the whole plan before
+   * any exchange is converted: by [[EmberExecRule]] itself, and, under adaptive execution (which plans each
+   * broadcast as a stage of its own, without its consumer), by [[EmberQueryStagePrepRule]] first.
+   */
+  def keepSparkBroadcasts(plan: SparkPlan): Unit = {
+    val conf = SQLConf.get
+    plan.foreach {
+      case j: joins.BroadcastNestedLoopJoinExec =>
+        val reason =
+          if (!EmberConf.ENABLED.get(conf)) None
+          else if (!BroadcastNestedLoopJoinSerde.enabled.get(conf))
+            Some(s"${BroadcastNestedLoopJoinSerde.enabled.key} is false")
+          else
+            try BroadcastNestedLoopJoinSerde.join(j).left.toOption
+            catch { case NonFatal(e) => Some(s"Ember could not convert ${j.nodeName}: $e") }
+        (reason, BroadcastNestedLoopJoinSerde.buildChild(j)) match {
+          case (Some(why), b: exchange.BroadcastExchangeExec) =>
+            b.setTagValue(KeepSparkBroadcast, s"the ${j.nodeName} it feeds stays in Spark: $why")
+          case _ =>
+        }
+      case _ =>
+    }
+  }
 
   /** Why an operator stayed in Spark; shown by explain (see [[org.ember.EmberExplainInfo]]) and by tests. */
   val FallbackReasons: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("ember.fallbackReasons")
@@ -39,6 +69,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       return plan
     }
     markOrderedJoins(plan)
+    keepSparkBroadcasts(plan)
     val converted = restoreOrder(plan.transformUp { case p => convert(p) })
     if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
       val lines = EmberExplainInfo.fallbackLines(converted)

@@ -4,6 +4,7 @@ import org.apache.spark.SparkConf
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.execution.exchange.BroadcastExchangeExec
 import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -99,16 +100,22 @@ class EmberBroadcastNestedLoopJoinSuite extends EmberQueryTest {
     withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "10485760")(check(exists))
   }
 
-  test("a full outer join stays in Spark, with the reason") {
-    withEmber(enabled = true) {
-      val df = l.join(broadcast(r), lessThan, "full_outer")
-      df.collect()
-      val reasons = collectWithSubqueries(df.queryExecution.executedPlan) {
-        case j: BroadcastNestedLoopJoinExec =>
-          j
-      }.flatMap(EmberExecRule.fallbackReasons)
-      assert(reasons.exists(_.contains("build side is preserved")), s"reasons: $reasons")
+  test("a full outer join stays in Spark, with the reason, and keeps Spark's broadcast (AQE on and off)") {
+    bothAqeModes {
+      withEmber(enabled = true) {
+        val df = l.join(broadcast(r), lessThan, "full_outer")
+        df.collect()
+        val plan = df.queryExecution.executedPlan
+        val reasons = collectWithSubqueries(plan) { case j: BroadcastNestedLoopJoinExec => j }
+          .flatMap(EmberExecRule.fallbackReasons)
+        assert(reasons.exists(_.contains("build side is preserved")), s"reasons: $reasons")
+        // Ember's broadcast would be decoded on the driver and broadcast a second time for Spark's join.
+        assert(collectWithSubqueries(plan) { case e: EmberBroadcastExchangeExec => e }.isEmpty, plan)
+        val kept = collectWithSubqueries(plan) { case e: BroadcastExchangeExec => e }
+          .flatMap(EmberExecRule.fallbackReasons)
+        assert(kept.exists(_.contains("stays in Spark")), s"exchange reasons: $kept")
+      }
+      checkSparkAnswerAndNative(l.join(broadcast(r), lessThan, "full_outer"), Nil)
     }
-    checkSparkAnswerAndNative(l.join(broadcast(r), lessThan, "full_outer"), Nil)
   }
 }

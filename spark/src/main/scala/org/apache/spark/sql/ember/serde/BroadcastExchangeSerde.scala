@@ -2,6 +2,7 @@ package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.execution.exchange.BroadcastExchangeExec
 import org.apache.spark.sql.catalyst.plans.physical.IdentityBroadcastMode
+import org.apache.spark.sql.ember.EmberExecRule
 import org.apache.spark.sql.execution.joins.HashedRelationBroadcastMode
 import org.apache.spark.sql.internal.SQLConf
 import org.ember.EmberConf
@@ -17,6 +18,7 @@ object BroadcastExchangeSerde extends OperatorSerde[BroadcastExchangeExec] {
   override def convert(plan: BroadcastExchangeExec): Either[String, proto.Operator] = {
     val conf = SQLConf.get
     for {
+      _ <- plan.getTagValue(EmberExecRule.KeepSparkBroadcast).toLeft(())
       _ <- plan.mode match {
         case _: HashedRelationBroadcastMode => Right(())
         // A nested-loop join's broadcast (its rows as they are).

@@ -3,6 +3,7 @@ package org.apache.spark.sql.ember.serde
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.ember.execution.EmberBroadcastExchangeExec
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec
 import org.ember.EmberConf
 import org.ember.proto
@@ -17,14 +18,26 @@ object BroadcastNestedLoopJoinSerde extends OperatorSerde[BroadcastNestedLoopJoi
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_BROADCAST_NESTED_LOOP_JOIN
 
   override def convert(plan: BroadcastNestedLoopJoinExec): Either[String, proto.Operator] = {
-    val build = plan.buildSide match {
-      case BuildLeft => plan.left
-      case BuildRight => plan.right
-    }
+    val build = buildChild(plan)
     for {
+      op <- join(plan)
       _ <-
         if (EmberBroadcastExchangeExec.of(build).isDefined) Right(())
         else Left(s"the build side is not Ember's broadcast exchange (${build.nodeName})")
+    } yield op
+  }
+
+  def buildChild(plan: BroadcastNestedLoopJoinExec): SparkPlan = plan.buildSide match {
+    case BuildLeft => plan.left
+    case BuildRight => plan.right
+  }
+
+  /**
+   * The join itself, whatever its build side is yet: also asked before Ember's broadcast exchange is planned, so
+   * that a join which will stay in Spark keeps Spark's broadcast (see `EmberExecRule.keepSparkBroadcasts`).
+   */
+  def join(plan: BroadcastNestedLoopJoinExec): Either[String, proto.Operator] =
+    for {
       _ <- (plan.joinType, plan.buildSide) match {
         case (_: InnerLike | RightOuter, BuildLeft) => Right(())
         case (_: InnerLike | LeftOuter | LeftSemi | LeftAnti | _: ExistenceJoin, BuildRight) => Right(())
@@ -40,6 +53,6 @@ object BroadcastNestedLoopJoinSerde extends OperatorSerde[BroadcastNestedLoopJoi
         plan.right,
         nestedLoop = true
       )
+      _ <- EngineSupport.check(plan, op)
     } yield op
-  }
 }
