@@ -552,12 +552,31 @@ async fn spill_disabled_fails_instead_of_spilling() {
     }
 }
 
+/// A proto `SpillingHashJoin` over two in-memory inputs (left #0, right #1), planned as the engine plans it.
+fn planned_join(
+    hj: pb::SpillingHashJoin,
+    left: (&SchemaRef, &[RecordBatch]),
+    right: (&SchemaRef, &[RecordBatch]),
+) -> Arc<dyn ExecutionPlan> {
+    use crate::common::{input, op};
+    use ember_engine::planner::Planner;
+    let mut right_input = input(1, right.0);
+    if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+        i.input_index = 1;
+    }
+    let plan_op = op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![input(0, left.0), right_input]);
+    let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
+        Box::new(RecordBatchIterator::new(left.1.iter().cloned().map(Ok).collect::<Vec<_>>(), left.0.clone())),
+        Box::new(RecordBatchIterator::new(right.1.iter().cloned().map(Ok).collect::<Vec<_>>(), right.0.clone())),
+    ];
+    Planner::new(readers).create_plan(&plan_op).unwrap()
+}
+
 /// The proto arm: Spark's join type, build side and condition (over left ++ right), forced to spill by the
 /// `max_build_buffer_bytes` knob; build on the right is swapped inside and the columns come back in Spark's order.
 #[tokio::test]
 async fn from_proto_build_right_with_condition() {
-    use crate::common::{cmp, col, input, op};
-    use ember_engine::planner::Planner;
+    use crate::common::{cmp, col};
 
     let build = side(build_schema(), Shape { hot: 0.2, ..PLAIN }, 9);
     let probe = side(probe_schema(), PROBE, 10);
@@ -588,16 +607,7 @@ async fn from_proto_build_right_with_condition() {
                 spill_disabled: false,
                 ..Default::default()
             };
-            let mut right_input = input(1, &rs);
-            if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
-                i.input_index = 1;
-            }
-            let plan_op = op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![input(0, &ls), right_input]);
-            let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
-                Box::new(RecordBatchIterator::new(left.clone().into_iter().map(Ok), ls.clone())),
-                Box::new(RecordBatchIterator::new(right.clone().into_iter().map(Ok), rs.clone())),
-            ];
-            let plan = Planner::new(readers).create_plan(&plan_op).unwrap();
+            let plan = planned_join(hj, (&ls, &left), (&rs, &right));
 
             let filter_schema = Arc::new(Schema::new(vec![
                 Field::new("pq", DataType::Int64, true),
@@ -1090,9 +1100,8 @@ async fn float_join_keys_are_spark_normalized_bit_for_bit() {
 /// one constant key, so the hot-key path joins it chunk by chunk).
 #[tokio::test]
 async fn from_proto_nested_loop() {
-    use crate::common::{cmp, col, input, op};
+    use crate::common::{cmp, col};
     use datafusion_physical_plan::joins::NestedLoopJoinExec;
-    use ember_engine::planner::Planner;
 
     let build = side(build_schema(), Shape { rows: 300, ..PLAIN }, 11);
     let probe = side(probe_schema(), Shape { rows: 300, ..PROBE }, 12);
@@ -1121,16 +1130,7 @@ async fn from_proto_nested_loop() {
                     dynamic_filter_enabled: true,
                     ..Default::default()
                 };
-                let mut right_input = input(1, &rs);
-                if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
-                    i.input_index = 1;
-                }
-                let plan_op = op(1, pb::operator::Kind::SpillingHashJoin(hj), vec![input(0, &ls), right_input]);
-                let readers: Vec<ember_engine::operators::input::BatchReader> = vec![
-                    Box::new(RecordBatchIterator::new(probe.clone().into_iter().map(Ok), ls.clone())),
-                    Box::new(RecordBatchIterator::new(build.clone().into_iter().map(Ok), rs.clone())),
-                ];
-                let plan = Planner::new(readers).create_plan(&plan_op).unwrap();
+                let plan = planned_join(hj, (&ls, &probe), (&rs, &build));
                 let filter = condition.as_ref().map(|_| {
                     JoinFilter::new(
                         Arc::new(BinaryExpr::new(

@@ -6,6 +6,7 @@ import scala.util.Random
 
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.classic.{DataFrame, SparkSession}
+import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
 
 /**
@@ -124,6 +125,20 @@ object DataGen {
   )
 
   /** `rows` random rows in `partitions` partitions plus an empty first partition. */
+  /**
+   * One side of a join test over a small key domain (many matches, duplicate keys, null keys): columns named
+   * `<p>id`, `<p>k` (i32 % 40), `<p>s`, `<p>v` (i64), `<p>d` (dec), `<p>dt`, `<p>f` (f64).
+   */
+  def joinSide(df: DataFrame, p: String): DataFrame = df.select(
+    col("id").as(s"${p}id"),
+    (col("i32") % 40).as(s"${p}k"),
+    col("s").as(s"${p}s"),
+    col("i64").as(s"${p}v"),
+    col("dec").as(s"${p}d"),
+    col("dt").as(s"${p}dt"),
+    col("f64").as(s"${p}f")
+  )
+
   def table(spark: SparkSession, rows: Int, partitions: Int = 3, seed: Long = 42): DataFrame = {
     val r = new Random(seed)
     val data = (0 until rows).map(i => row(r, i.toLong))

@@ -26,17 +26,8 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
   private lazy val left: DataFrame = DataGen.table(spark, 1500, seed = 1).cache()
   private lazy val right: DataFrame = DataGen.table(spark, 700, seed = 2).cache()
 
-  /** A side over a small key domain (many matches, duplicate keys, null keys). */
-  private def side(df: DataFrame, p: String): DataFrame = df.select(
-    col("id").as(s"${p}id"),
-    (col("i32") % 40).as(s"${p}k"),
-    col("s").as(s"${p}s"),
-    col("i64").as(s"${p}v"),
-    col("dec").as(s"${p}d"),
-    col("dt").as(s"${p}dt")
-  )
-  private lazy val l = side(left, "l")
-  private lazy val r = side(right, "r")
+  private lazy val l = DataGen.joinSide(left, "l")
+  private lazy val r = DataGen.joinSide(right, "r")
 
   private def exchanges(df: DataFrame): Seq[EmberBroadcastExchangeExec] =
     collectWithSubqueries(df.queryExecution.executedPlan) { case e: EmberBroadcastExchangeExec => e }

@@ -23,16 +23,8 @@ class EmberBroadcastNestedLoopJoinSuite extends EmberQueryTest {
   private lazy val left: DataFrame = DataGen.table(spark, 400, seed = 3).cache()
   private lazy val right: DataFrame = DataGen.table(spark, 90, seed = 4).cache()
 
-  private def side(df: DataFrame, p: String): DataFrame = df.select(
-    col("id").as(s"${p}id"),
-    (col("i32") % 40).as(s"${p}k"),
-    col("s").as(s"${p}s"),
-    col("i64").as(s"${p}v"),
-    col("dec").as(s"${p}d"),
-    col("f64").as(s"${p}f")
-  )
-  private lazy val l = side(left, "l")
-  private lazy val r = side(right, "r")
+  private lazy val l = DataGen.joinSide(left, "l")
+  private lazy val r = DataGen.joinSide(right, "r")
 
   private def joins(df: DataFrame): Seq[EmberBroadcastNestedLoopJoinExec] =
     collectWithSubqueries(df.queryExecution.executedPlan) { case j: EmberBroadcastNestedLoopJoinExec => j }
