@@ -216,9 +216,6 @@ mod tests {
         assert!(eval(LogicalOp::And, &b, failing).is_err());
     }
 
-    /// The kleene tables hold on both paths: a right side that cannot raise (evaluated on every row) and one
-    /// that may (evaluated on the undecided rows only); only comparisons, null tests, NOT and AND/OR of columns
-    /// and literals count as unable to raise.
     /// Casts that widen (Spark's sum and avg arguments) cannot raise; a narrowing ANSI cast can.
     #[test]
     fn widening_casts_cannot_raise() {
@@ -234,6 +231,9 @@ mod tests {
         assert!(!infallible(&cast(1, DataType::Int32)));
     }
 
+    /// The kleene tables hold on both paths: a right side that cannot raise (evaluated on every row) and one
+    /// that may (evaluated on the undecided rows only); only comparisons, null tests, NOT and AND/OR of columns
+    /// and literals count as unable to raise.
     #[test]
     fn a_right_side_that_cannot_raise_is_evaluated_on_every_row() {
         use datafusion_expr::Operator;

@@ -43,30 +43,22 @@ impl ExpandExec {
         input: Arc<dyn ExecutionPlan>,
     ) -> Result<Self> {
         let input_schema = input.schema();
-        if projections.is_empty() {
-            return internal_err!("Expand needs at least one projection");
+        let Some(first) = projections.first() else { return internal_err!("Expand needs at least one projection") };
+        if let Some(p) = projections.iter().find(|p| p.len() != names.len()) {
+            return internal_err!("Expand projection with {} expressions for {} columns", p.len(), names.len());
         }
         let mut fields = Vec::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
-            let mut data_type = None;
+            let data_type = first[i].data_type(&input_schema)?;
             let mut nullable = false;
             for p in &projections {
-                let Some(e) = p.get(i) else {
-                    return internal_err!("Expand projection with {} expressions for {} columns", p.len(), names.len());
-                };
-                let t = e.data_type(&input_schema)?;
-                match &data_type {
-                    None => data_type = Some(t),
-                    Some(d) if *d == t => {}
-                    Some(d) => return internal_err!("Expand column {name} is {d} in one projection, {t} in another"),
+                let t = p[i].data_type(&input_schema)?;
+                if t != data_type {
+                    return internal_err!("Expand column {name} is {data_type} in one projection, {t} in another");
                 }
-                nullable |= e.nullable(&input_schema)?;
+                nullable |= p[i].nullable(&input_schema)?;
             }
-            let Some(data_type) = data_type else { return internal_err!("Expand without projections") };
             fields.push(Field::new(name, data_type, nullable));
-        }
-        if let Some(p) = projections.iter().find(|p| p.len() != names.len()) {
-            return internal_err!("Expand projection with {} expressions for {} columns", p.len(), names.len());
         }
         let schema = Arc::new(Schema::new(fields));
         let properties = Arc::new(PlanProperties::new(

@@ -67,6 +67,9 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
     let grouped = !group_by.is_empty();
     let functions =
         agg.functions.iter().map(|f| create_function(f, &raw_schema, grouped)).collect::<Result<Vec<_>>>()?;
+    // Spark evaluates a filtered function's arguments only on the rows its FILTER keeps; the accumulators get
+    // them evaluated on every row, so an argument that could raise (ANSI) would fail where Spark does not. (The
+    // widening casts `create_function` adds for sum and avg cannot.)
     let filters = agg
         .functions
         .iter()
@@ -80,25 +83,18 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
                 if e.data_type(&raw_schema)? != DataType::Boolean {
                     return Err(plan_error("an aggregate FILTER that is not boolean"));
                 }
+                for a in &f.args {
+                    if !crate::expressions::logical::infallible(&create_expr(a, &raw_schema)?) {
+                        return Err(plan_error(format!(
+                            "aggregate {} with a FILTER over an argument that can raise an error",
+                            f.name
+                        )));
+                    }
+                }
                 Ok(Some(e))
             }
         })
         .collect::<Result<Vec<_>>>()?;
-    // Spark evaluates a filtered function's arguments only on the rows its FILTER keeps; the accumulators get
-    // them evaluated on every row, so an argument that could raise (ANSI) would fail where Spark does not. (The
-    // widening casts `create_function` adds for sum and avg cannot.)
-    for (f, filter) in agg.functions.iter().zip(&filters) {
-        if filter.is_some() {
-            for a in &f.args {
-                if !crate::expressions::logical::infallible(&create_expr(a, &raw_schema)?) {
-                    return Err(plan_error(format!(
-                        "aggregate {} with a FILTER over an argument that can raise an error",
-                        f.name
-                    )));
-                }
-            }
-        }
-    }
     let df_mode = match mode {
         pb::AggregateMode::Partial => {
             if !group_by.is_empty() {
