@@ -37,7 +37,7 @@ object EmberExecRule {
           else if (!BroadcastNestedLoopJoinSerde.enabled.get(conf))
             Some(s"${BroadcastNestedLoopJoinSerde.enabled.key} is false")
           else
-            try BroadcastNestedLoopJoinSerde.join(j).left.toOption
+            try BroadcastNestedLoopJoinSerde.join(j).flatMap(op => EngineSupport.check(j, op)).left.toOption
             catch { case NonFatal(e) => Some(s"Ember could not convert ${j.nodeName}: $e") }
         (reason, BroadcastNestedLoopJoinSerde.buildChild(j)) match {
           case (Some(why), b: exchange.BroadcastExchangeExec) =>
@@ -167,6 +167,16 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     val (l, r) = (native(left), native(right))
     def own(c: SparkPlan) = if (blockInputs(c) > 1) EmberInputExec(c) else c
     if (blockInputs(l) + blockInputs(r) <= 2) (l, r) else (own(l), own(r))
+  }
+
+  /** A native broadcast join's children: the broadcast side as it is, the streamed side by [[streamedChild]]. */
+  private def broadcastChildren(
+      buildSide: org.apache.spark.sql.catalyst.optimizer.BuildSide,
+      left: SparkPlan,
+      right: SparkPlan
+  ): (SparkPlan, SparkPlan) = buildSide match {
+    case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(left), streamedChild(right))
+    case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(left), native(right))
   }
 
   /** A native broadcast join's streamed side: its own native plan when it already reads two RDD inputs. */
@@ -370,10 +380,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
       attempt(b, BroadcastExchangeSerde)(op => EmberBroadcastExchangeExec(b.mode, native(b.child), op))
     case j: joins.BroadcastHashJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>
       attempt(j, BroadcastHashJoinSerde) { op =>
-        val (left, right) = j.buildSide match {
-          case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(j.left), streamedChild(j.right))
-          case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(j.left), native(j.right))
-        }
+        val (left, right) = broadcastChildren(j.buildSide, j.left, j.right)
         EmberBroadcastHashJoinExec(
           j.leftKeys,
           j.rightKeys,
@@ -390,10 +397,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     case j: joins.BroadcastHashJoinExec => j
     case j: joins.BroadcastNestedLoopJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>
       attempt(j, BroadcastNestedLoopJoinSerde) { op =>
-        val (left, right) = j.buildSide match {
-          case org.apache.spark.sql.catalyst.optimizer.BuildLeft => (native(j.left), streamedChild(j.right))
-          case org.apache.spark.sql.catalyst.optimizer.BuildRight => (streamedChild(j.left), native(j.right))
-        }
+        val (left, right) = broadcastChildren(j.buildSide, j.left, j.right)
         EmberBroadcastNestedLoopJoinExec(left, right, j.buildSide, j.joinType, j.condition, op)
       }
     case j: joins.BroadcastNestedLoopJoinExec => j

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
-import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.ember.execution.EmberBroadcastExchangeExec
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
 import org.ember.EmberConf
@@ -31,11 +30,9 @@ object BroadcastHashJoinSerde extends OperatorSerde[BroadcastHashJoinExec] {
         if (plan.isNullAwareAntiJoin && (plan.leftKeys.size != 1 || plan.condition.isDefined))
           Left("a null-aware anti join with several keys or a condition")
         else Right(())
-      _ <- (plan.joinType, plan.buildSide) match {
-        case (_: InnerLike | RightOuter, BuildLeft) => Right(())
-        case (_: InnerLike | LeftOuter | LeftSemi | LeftAnti | _: ExistenceJoin, BuildRight) => Right(())
-        case (jt, bs) => Left(s"a broadcast ${jt.sql} join building $bs")
-      }
+      _ <-
+        if (SpillingHashJoinSerde.buildSideNotPreserved(plan.joinType, plan.buildSide)) Right(())
+        else Left(s"a broadcast ${plan.joinType.sql} join building ${plan.buildSide}")
       op <- SpillingHashJoinSerde.hashJoin(
         plan.leftKeys,
         plan.rightKeys,

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
-import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.ember.execution.EmberBroadcastExchangeExec
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec
@@ -33,16 +32,18 @@ object BroadcastNestedLoopJoinSerde extends OperatorSerde[BroadcastNestedLoopJoi
   }
 
   /**
-   * The join itself, whatever its build side is yet: also asked before Ember's broadcast exchange is planned, so
-   * that a join which will stay in Spark keeps Spark's broadcast (see `EmberExecRule.keepSparkBroadcasts`).
+   * The join itself, whatever its build side is yet: also asked (with the engine's check) before Ember's
+   * broadcast exchange is planned, so that a join which will stay in Spark keeps Spark's broadcast (see
+   * `EmberExecRule.keepSparkBroadcasts`).
    */
   def join(plan: BroadcastNestedLoopJoinExec): Either[String, proto.Operator] =
     for {
-      _ <- (plan.joinType, plan.buildSide) match {
-        case (_: InnerLike | RightOuter, BuildLeft) => Right(())
-        case (_: InnerLike | LeftOuter | LeftSemi | LeftAnti | _: ExistenceJoin, BuildRight) => Right(())
-        case (jt, bs) => Left(s"a nested-loop ${jt.sql} join building $bs (its build side is preserved)")
-      }
+      _ <-
+        if (SpillingHashJoinSerde.buildSideNotPreserved(plan.joinType, plan.buildSide)) Right(())
+        else
+          Left(
+            s"a nested-loop ${plan.joinType.sql} join building ${plan.buildSide} (its build side is preserved)"
+          )
       op <- SpillingHashJoinSerde.hashJoin(
         Nil,
         Nil,
@@ -53,6 +54,5 @@ object BroadcastNestedLoopJoinSerde extends OperatorSerde[BroadcastNestedLoopJoi
         plan.right,
         nestedLoop = true
       )
-      _ <- EngineSupport.check(plan, op)
     } yield op
 }

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Expression, KnownFloatingPointNormalized}
-import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildSide}
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, BuildSide}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec
@@ -34,6 +34,16 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
       plan.left,
       plan.right
     )
+
+  /**
+   * Whether a join building `bs` never emits unmatched build rows: what a join whose build side is a broadcast
+   * needs, since Spark emits those rows once over all tasks and one task cannot know them.
+   */
+  def buildSideNotPreserved(jt: JoinType, bs: BuildSide): Boolean = (jt, bs) match {
+    case (_: InnerLike | RightOuter, BuildLeft) => true
+    case (_: InnerLike | LeftOuter | LeftSemi | LeftAnti | _: ExistenceJoin, BuildRight) => true
+    case _ => false
+  }
 
   def joinType(jt: JoinType): Either[String, proto.JoinType] = jt match {
     // A cross join is an inner join whose condition (if any) decides alone.
