@@ -91,7 +91,7 @@ def plan_share(engine, plan):
     all: wrappers (adaptive plan, query stages and AQE's reads of their shuffle partitions, reused exchanges and
     subqueries, whole-stage codegen and its input adapters) and row/columnar transitions (Spark's ColumnarToRow/RowToColumnar, EmberColumnarToRowExec and
     EmberInputExec, Comet's ColumnarToRow and SparkToColumnar nodes). Native: Ember: Ember* nodes, plus a file
-    scan under EmberInputExec whose Parquet is read natively; Comet: Comet* nodes (its scans included). Every
+    scan under EmberInputExec whose Parquet is read natively and a cached table's scan it reads natively; Comet: Comet* nodes (its scans included). Every
     other node is a Spark operator. Returns (native, total, sorted distinct Spark operator names)."""
     nodes = plan_nodes(plan)
     native, spark_ops = 0, []
@@ -105,6 +105,8 @@ def plan_share(engine, plan):
         elif engine == "ember" and parent == "EmberInputExec" and name == "FileSourceScanExec" and \
                 _read_natively(nodes, node):
             native += 1
+        elif engine == "ember" and name == "InMemoryTableScanExec" and _cached_natively(nodes, node):
+            native += 1
         else:
             spark_ops.append(name)
     return native, native + len(spark_ops), sorted(set(spark_ops))
@@ -115,6 +117,19 @@ def _read_natively(nodes, scan):
     for name, node, _ in nodes:
         if name == "EmberInputExec" and node.child().equals(scan):
             return "Parquet read natively" in node.simpleString(25)
+    return False
+
+
+def _cached_natively(nodes, scan):
+    """Whether an EmberInputExec reads the cached table's `scan` (directly or through AQE's table-cache stage)
+    natively (its explain string says so)."""
+    for name, node, _ in nodes:
+        if name == "EmberInputExec":
+            child = node.child()
+            if child.getClass().getSimpleName() == "TableCacheQueryStageExec":
+                child = child.plan()
+            if child.equals(scan):
+                return "cached table read natively" in node.simpleString(25)
     return False
 
 
@@ -152,6 +167,13 @@ def run_session(args):
     print(f"# tpch {args.engine}: {settings}", flush=True)
     for t in TABLES:
         spark.read.parquet(os.path.join(args.data, f"{t}.parquet")).createOrReplaceTempView(t)
+    # A query set's setup.sql (e.g. CACHE TABLE): run once per session, before any timing.
+    setup = os.path.join(args.query_dir, "setup.sql")
+    if os.path.exists(setup):
+        with open(setup) as f:
+            for statement in (s.strip() for s in f.read().split(";")):
+                if statement and not all(l.strip().startswith("--") for l in statement.splitlines()):
+                    spark.sql(statement).collect()
 
     queries = [int(q) for q in args.queries.split(",")]
     if args.warmup:

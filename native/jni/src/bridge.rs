@@ -11,7 +11,7 @@ use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::range_source::RangeReader;
-use ember_engine::operators::ShuffleBlockReader;
+use ember_engine::operators::{CachedBatchReader, ShuffleBlockReader};
 use ember_engine::proto::InputKind;
 use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
@@ -302,6 +302,11 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                     // A `ShuffleBlockSource` or `BroadcastBlockSource`: Arrow IPC blocks, decoded here.
                     let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
+                }
+                InputKind::CachedBatches => {
+                    // A `CachedBatchSource`: a cached table's batches, one IPC stream per column, decoded here.
+                    let source = env.new_global_ref(&source)?;
+                    inputs.push(Box::new(CachedBatchReader::new(schema, move || next_rows(&source))));
                 }
                 InputKind::UnsafeRows => {
                     // An `UnsafeRowSource`: a Spark child's rows as UnsafeRow bytes, decoded here.

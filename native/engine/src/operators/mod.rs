@@ -12,6 +12,7 @@ macro_rules! metric_names {
 }
 
 pub mod aggregate;
+pub mod cached_batch;
 pub mod dynamic_filter;
 pub mod expand;
 pub mod input;
@@ -26,6 +27,7 @@ pub mod spill;
 pub mod spilling_hash_join;
 
 pub use aggregate::{AdaptiveAggregateExec, RadixAggregateExec};
+pub use cached_batch::CachedBatchReader;
 pub use dynamic_filter::{DynamicFilter, DynamicFilterConfig};
 pub use expand::ExpandExec;
 pub use input::InputExec;

@@ -365,6 +365,24 @@ object EmberConf {
       "TPC-H (docs/benchmarks.md)."
   )
 
+  val CACHE_ENABLED: Entry[Boolean] = bool(
+    "spark.ember.cache.enabled",
+    default = true,
+    "Static (read when the application starts): the plugin sets `spark.sql.cache.serializer` to Ember's unless " +
+      "the application sets one. Tables cached (`cache()`, `persist()`, `CACHE TABLE`) whose columns are all of " +
+      "types the engine reads are kept as Arrow, one IPC stream per column per batch (uncompressed), with " +
+      "Spark's per-batch statistics; native operators read them with no row conversion, Spark's operators as " +
+      "Arrow-backed columnar batches. Other tables are cached by Spark's own serializer."
+  )
+
+  val EXEC_IN_MEMORY_SCAN: Entry[Boolean] = bool(
+    "spark.ember.exec.inMemoryTableScan.enabled",
+    default = true,
+    "Read a cached table natively when a native operator consumes its scan and Ember's serializer cached it " +
+      "(see `spark.ember.cache.enabled`): the batches Spark's statistics keep go to the engine as Arrow IPC, " +
+      "only the selected columns."
+  )
+
   val EXEC_PARQUET_SCAN: Entry[Boolean] = bool(
     "spark.ember.exec.parquetScan.enabled",
     default = true,

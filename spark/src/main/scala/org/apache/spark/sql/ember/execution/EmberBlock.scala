@@ -144,6 +144,8 @@ object EmberBlock {
           (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
           (Left(NativeParquetScan.rdd(scan, in.parquetScanMetrics)), proto.InputKind.INPUT_KIND_PARQUET)
+        case c if CachedTableScan.of(c).exists(s => CachedTableScan.unsupported(s).isEmpty) =>
+          (Left(CachedTableScan.rdd(CachedTableScan.of(c).get)), proto.InputKind.INPUT_KIND_CACHED_BATCHES)
         case child if child.supportsColumnar =>
           child.executeColumnar() match {
             // Ember's shuffle (under any AQE read, stage or reuse): its blocks, decoded natively.

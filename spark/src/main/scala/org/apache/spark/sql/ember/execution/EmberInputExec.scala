@@ -49,6 +49,11 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
         case None => s"$nodeName (Parquet read natively)"
         case Some(why) => s"$nodeName (file scan read by Spark: $why)"
       }
+    case c if CachedTableScan.of(c).isDefined =>
+      CachedTableScan.unsupported(CachedTableScan.of(c).get) match {
+        case None => s"$nodeName (cached table read natively)"
+        case Some(why) => s"$nodeName (cached table read by Spark: $why)"
+      }
     case _ => nodeName
   }
   override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)

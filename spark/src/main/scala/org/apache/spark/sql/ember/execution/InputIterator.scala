@@ -19,6 +19,9 @@ object InputIterator {
   /** A slice of `spark.range`, generated natively. */
   final case class Range(slice: RangeSource) extends InputIterator
 
+  /** A cached table's Arrow batches (Ember's cache serializer), decoded natively. */
+  final case class CachedBatches(source: CachedBatchSource) extends InputIterator
+
   /** Parquet file splits, read natively. */
   final case class Parquet(source: ParquetSource) extends InputIterator
 

@@ -47,6 +47,7 @@ class NativePlanIterator(
     case (InputIterator.BroadcastBlocks(blocks), _) => new BroadcastBlockSource(blocks)
     case (InputIterator.Range(slice), _) => slice
     case (InputIterator.Parquet(source), _) => source
+    case (InputIterator.CachedBatches(source), _) => source
     case _ => null
   }
   private val readers: Seq[SparkArrowReader] = inputs.zip(inputSchemas).zip(rowSources).map {
