@@ -27,6 +27,9 @@ use crate::expressions::functions::math::{
     Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, Conv, DoubleFn, Extremum, IsNaN, NaNvl, Pmod,
     Shift, ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
 };
+use crate::expressions::functions::regex::{
+    replacement, JavaRegex, Piece, RLike, RegexpExtract, RegexpInstr, RegexpReplace,
+};
 use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
 use crate::expressions::functions::string_edit::{
     Elt, FindInSet, Levenshtein, Locate, Overlay, Pad, Repeat, Replace, Space, SubstringIndex, Translate, Trim,
@@ -48,6 +51,12 @@ use crate::expressions::{FunctionExpr, Mode, QueryContextExpr};
 /// class carry that class's `prettyName`, which is what the JVM side sends).
 pub const FUNCTIONS: &[&str] = &[
     "like",
+    "rlike",
+    "regexp",
+    "regexp_like",
+    "regexp_extract",
+    "regexp_instr",
+    "regexp_replace",
     "startswith",
     "endswith",
     "contains",
@@ -214,6 +223,37 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
     let kernel: Arc<dyn Kernel> = match name {
         "like" => match sig {
             ([Utf8, Utf8, Utf8], Boolean) => like_kernel(f)?,
+            _ => return Err(unsupported()),
+        },
+        "rlike" | "regexp" | "regexp_like" => match sig {
+            ([Utf8, Utf8], Boolean) => Arc::new(RLike(java_regex(f, 1)?)),
+            _ => return Err(unsupported()),
+        },
+        "regexp_extract" => match sig {
+            ([Utf8, Utf8, Int32], Utf8) => {
+                let regex = java_regex(f, 1)?;
+                let idx = int_literal(f, 2)?.ok_or_else(|| plan_error("regexp_extract with a NULL index"))?;
+                if let Some(r) = &regex {
+                    if idx < 0 || idx as usize > r.groups {
+                        return Err(plan_error(format!(
+                            "regexp_extract of group {idx} of a pattern with {} groups (Spark raises the error)",
+                            r.groups
+                        )));
+                    }
+                    if idx > 0 && r.groups_repeated {
+                        return Err(plan_error("regexp_extract of a group inside a repeated group"));
+                    }
+                }
+                Arc::new(RegexpExtract(regex, idx.max(0) as usize))
+            }
+            _ => return Err(unsupported()),
+        },
+        "regexp_instr" => match sig {
+            ([Utf8, Utf8], Int32) => Arc::new(RegexpInstr(java_regex(f, 1)?)),
+            _ => return Err(unsupported()),
+        },
+        "regexp_replace" => match sig {
+            ([Utf8, Utf8, Utf8, Int32], Utf8) => regexp_replace_kernel(f)?,
             _ => return Err(unsupported()),
         },
         "startswith" | "endswith" | "contains" => match sig {
@@ -789,6 +829,50 @@ fn int_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<i32>> {
         },
         _ => Err(plan_error(format!("{} with a non-literal argument {i}", f.name))),
     }
+}
+
+/// Argument `i`, which must be a string literal; `None` for NULL.
+fn literal_string(f: &pb::ScalarFunction, i: usize) -> Result<Option<String>> {
+    match f.args.get(i).and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            ScalarValue::Utf8(v) => Ok(v),
+            other => Err(plan_error(format!("{} argument {i} is {other:?}", f.name))),
+        },
+        _ => Err(plan_error(format!("{} with a non-literal argument {i}", f.name))),
+    }
+}
+
+/// Argument `i`, a literal Java pattern, translated (`None`: NULL); a pattern not translated exactly is a plan
+/// error with the construct named.
+fn java_regex(f: &pb::ScalarFunction, i: usize) -> Result<Option<Arc<JavaRegex>>> {
+    match literal_string(f, i)? {
+        None => Ok(None),
+        Some(p) => {
+            JavaRegex::compile(&p).map(|r| Some(Arc::new(r))).map_err(|e| plan_error(format!("{}: {e}", f.name)))
+        }
+    }
+}
+
+/// `regexp_replace(str, pattern, replacement, 1)`: literal pattern and replacement, position 1 only.
+fn regexp_replace_kernel(f: &pb::ScalarFunction) -> Result<Arc<dyn Kernel>> {
+    if int_literal(f, 3)? != Some(1) {
+        return Err(plan_error("regexp_replace from a position other than 1"));
+    }
+    let regex = java_regex(f, 1)?;
+    let rep = literal_string(f, 2)?;
+    let (Some(r), Some(rep)) = (&regex, rep) else {
+        return Ok(Arc::new(RegexpReplace { regex: None, pieces: Vec::new() }));
+    };
+    if r.matches_empty {
+        return Err(plan_error("regexp_replace with a pattern that can match the empty string"));
+    }
+    let names: Vec<Option<&str>> = r.names.iter().map(|n| n.as_deref()).collect();
+    let pieces = replacement(&rep, r.groups, &names)
+        .map_err(|e| plan_error(format!("regexp_replace: {e} (Spark raises the error)")))?;
+    if r.groups_repeated && pieces.iter().any(|p| matches!(p, Piece::Group(g) if *g > 0)) {
+        return Err(plan_error("regexp_replace referring to a group inside a repeated group"));
+    }
+    Ok(Arc::new(RegexpReplace { regex, pieces }))
 }
 
 /// The pattern and escape character are literals (Spark's Like keeps the escape outside its children; a

@@ -53,6 +53,27 @@ object FunctionSerde {
     case _ => Left("LIKE with a non-literal pattern")
   }
 
+  /**
+   * `rlike` and `regexp_*`: a UTF8_BINARY subject, a literal pattern and literal numbers (the engine translates
+   * the Java pattern, or refuses it with the reason). `regexp_instr`'s index is not used by Spark (only its
+   * NULL-ness), so it is sent only when NULL would make every result NULL: then Spark keeps the function.
+   */
+  private def regexp(e: Expression): Either[String, Seq[Expression]] = {
+    val (subject, rest) = (e.children.head, e.children.tail)
+    if (!binaryString(subject.dataType) || !binaryString(rest.head.dataType)) {
+      Left(s"${e.prettyName} over ${subject.dataType.simpleString} (only UTF8_BINARY strings)")
+    } else if (!rest.forall(_.isInstanceOf[Literal])) {
+      Left(s"${e.prettyName} with a non-literal pattern, replacement, index or position")
+    } else {
+      e match {
+        case r: RegExpInStr =>
+          if (r.idx.asInstanceOf[Literal].value == null) Left("regexp_instr with a NULL index")
+          else Right(Seq(r.subject, r.regexp))
+        case _ => Right(e.children)
+      }
+    }
+  }
+
   private def pmod(e: Expression): Either[String, Seq[Expression]] = e.dataType match {
     case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => Right(e.children)
     case other => Left(s"pmod of ${other.simpleString}")
@@ -353,6 +374,23 @@ object FunctionSerde {
 
   val registry: Map[Class[_], Fn] = Map[Class[_], Fn](
     classOf[Like] -> Fn("like", "string LIKE literal pattern, any escape character", like),
+    classOf[RLike] -> Fn(
+      "rlike",
+      s"$stringTypes, literal Java pattern (see docs/compatibility.md)",
+      regexp,
+      aliases = Set("regexp", "regexp_like")
+    ),
+    classOf[RegExpExtract] -> Fn(
+      "regexp_extract",
+      s"$stringTypes, literal Java pattern and group index",
+      regexp
+    ),
+    classOf[RegExpInStr] -> Fn("regexp_instr", s"$stringTypes, literal Java pattern", regexp),
+    classOf[RegExpReplace] -> Fn(
+      "regexp_replace",
+      s"$stringTypes, literal Java pattern and replacement, position 1",
+      regexp
+    ),
     classOf[StartsWith] -> Fn("startswith", stringTypes, strings(2)),
     classOf[EndsWith] -> Fn("endswith", stringTypes, strings(2)),
     classOf[Contains] -> Fn("contains", stringTypes, strings(2)),
