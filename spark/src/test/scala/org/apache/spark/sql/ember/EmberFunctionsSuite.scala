@@ -598,6 +598,29 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test("functions Spark's optimizer makes literals run in a native projection") {
+    checkSparkAnswerAndNative(
+      data.selectExpr(
+        "id",
+        "typeof(s)",
+        "typeof(dec38)",
+        "current_timezone()",
+        "current_database()",
+        "current_catalog()",
+        "current_user()"
+      ),
+      Seq(cls[EmberProjectExec])
+    )
+    // The clock's functions differ from run to run: the plan is checked, and the values against the clock.
+    withEmber(enabled = true) {
+      val before = java.time.Instant.now().minusSeconds(1)
+      val df = data.selectExpr("id + 1 AS i", "now() AS t", "current_date() AS d", "localtimestamp() AS l")
+      val rows = df.collect()
+      assert(nativeNodes(df).exists(_.isInstanceOf[EmberProjectExec]), df.queryExecution.executedPlan)
+      assert(rows.forall(r => r.getAs[java.sql.Timestamp]("t").toInstant.isAfter(before)))
+    }
+  }
+
   test("empty input") {
     checkSparkAnswerAndNative(
       data

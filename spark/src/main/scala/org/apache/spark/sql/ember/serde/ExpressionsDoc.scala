@@ -16,6 +16,23 @@ object ExpressionsDoc {
   val builders: Map[String, String] =
     Map("LPadExpressionBuilder" -> "StringLPad", "RPadExpressionBuilder" -> "StringRPad")
 
+  /**
+   * Made literals by Spark's optimizer before any physical plan exists (`ComputeCurrentTime`,
+   * `ReplaceCurrentLike`; `TypeOf` is foldable, so constant folding takes it).
+   */
+  val optimizerLiterals: Set[String] = Set(
+    "CurrentDate",
+    "CurrentTimestamp",
+    "Now",
+    "LocalTimestamp",
+    "CurrentTimeZone",
+    "CurrentTime",
+    "CurrentDatabase",
+    "CurrentCatalog",
+    "CurrentUser",
+    "TypeOf"
+  ).map("org.apache.spark.sql.catalyst.expressions." + _)
+
   private def status(className: String): (String, String) = {
     val cls = scala.util.Try(Class.forName(className)).toOption
     def is[T](implicit t: scala.reflect.ClassTag[T]) = cls.exists(t.runtimeClass.isAssignableFrom)
@@ -30,6 +47,11 @@ object ExpressionsDoc {
         ("native", ExprSerde.coreClasses(className))
       case None if FunctionSerde.nativeRewrites.contains(className) =>
         ("native", FunctionSerde.nativeRewrites(className).types)
+      case None if optimizerLiterals.contains(className) =>
+        (
+          "rewritten",
+          "Spark's optimizer makes it a literal before planning: native when the literal's type is"
+        )
       case None if is[RuntimeReplaceable] =>
         ("rewritten", "Spark replaces it before planning: native when what it becomes is")
       case None if is[AggregateFunction] => ("aggregate", "see docs/compatibility.md for native aggregates")
