@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs one benchmark script (dev/bench/<name>.py) under spark-submit with Ember's jar dropped in.
 # Usage: dev/bench/submit.sh <name> [script args]. Env: BENCH_CORES (2), BENCH_DRIVER_MEMORY (8g),
-# BENCH_OFFHEAP (4g: the pool all tasks share; scripts set per-query Ember knobs themselves), EMBER_JAR.
+# BENCH_OFFHEAP (4g: the pool all tasks share; scripts set per-query Ember knobs themselves), EMBER_JAR,
+# BENCH_CONF (one more k=v, e.g. a static key).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1; shift
@@ -19,5 +20,6 @@ exec dev/.venv/bin/spark-submit \
   --conf spark.memory.offHeap.enabled=true \
   --conf spark.memory.offHeap.size="${BENCH_OFFHEAP:-4g}" \
   --conf spark.ui.enabled=false \
+  ${BENCH_CONF:+--conf "$BENCH_CONF"} \
   --conf spark.driver.extraJavaOptions=-Dlog4j2.level=warn \
   "dev/bench/$name.py" "$@"

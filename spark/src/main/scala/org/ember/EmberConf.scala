@@ -370,7 +370,8 @@ object EmberConf {
     default = true,
     "Static (read when the application starts): the plugin sets `spark.sql.cache.serializer` to Ember's unless " +
       "the application sets one. Tables cached (`cache()`, `persist()`, `CACHE TABLE`) whose columns are all of " +
-      "types the engine reads are kept as Arrow, one IPC stream per column per batch (uncompressed), with " +
+      "types the engine reads are kept as Arrow, one IPC stream per column per batch (its buffers LZ4-framed " +
+      "when `spark.sql.inMemoryColumnarStorage.compressed`, as by default), with " +
       "Spark's per-batch statistics; native operators read them with no row conversion, Spark's operators as " +
       "Arrow-backed columnar batches. Other tables are cached by Spark's own serializer."
   )

@@ -82,7 +82,7 @@ class EmberCachedTableSuite extends EmberQueryTest {
       try {
         t.count()
         val df = checkSparkAnswerAndNative(
-          t.groupBy("i8").agg(sum("i32"), max("s"), min("dec38"), count("bin")),
+          t.groupBy("i8").agg(sum("i32"), count("s"), max("ts"), count("bin")),
           Seq(cls[EmberAggregateExec])
         )
         assert(nativeCachedInputs(df).nonEmpty, level)

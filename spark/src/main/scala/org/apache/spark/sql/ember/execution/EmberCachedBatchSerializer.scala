@@ -7,8 +7,10 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.{FieldVector, VectorSchemaRoot}
+import org.apache.arrow.vector.compression.CompressionUtil
 import org.apache.arrow.vector.dictionary.DictionaryProvider
 import org.apache.arrow.vector.ipc.{ArrowStreamReader, ArrowStreamWriter}
+import org.apache.arrow.vector.ipc.message.IpcOption
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -30,8 +32,9 @@ import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, Column
 import org.apache.spark.storage.StorageLevel
 
 /**
- * A cached batch of Ember's cache: each column one Arrow IPC stream (one record batch), so a scan decodes only
- * the columns it selects, natively or in the JVM. `stats` are Spark's per-column statistics (lower and upper
+ * A cached batch of Ember's cache: each column one Arrow IPC stream (one record batch, its buffers LZ4-framed when
+ * `spark.sql.inMemoryColumnarStorage.compressed`), so a scan decodes only the columns it selects, natively or in
+ * the JVM. `stats` are Spark's per-column statistics (lower and upper
  * bound, null count, row count, bytes) that Spark's batch pruning reads.
  */
 final case class EmberCachedBatch(numRows: Int, columns: Array[Array[Byte]], stats: InternalRow)
@@ -69,8 +72,9 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
       val structType = DataTypeUtils.fromAttributes(schema)
       val batchSize = conf.columnBatchSize
       val tz = conf.sessionLocalTimeZone
+      val compress = conf.useCompression
       input.mapPartitionsInternal { rows =>
-        val encoder = new CachedBatchEncoder(structType, tz, "rows")
+        val encoder = new CachedBatchEncoder(structType, tz, compress, "rows")
         val writer = ArrowWriter.create(encoder.root)
         new Iterator[CachedBatch] {
           override def hasNext: Boolean = rows.hasNext
@@ -102,8 +106,9 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
       val structType = DataTypeUtils.fromAttributes(schema)
       val tz = conf.sessionLocalTimeZone
       val batchSize = conf.columnBatchSize
+      val compress = conf.useCompression
       input.mapPartitionsInternal { batches =>
-        val encoder = new CachedBatchEncoder(structType, tz, "batches")
+        val encoder = new CachedBatchEncoder(structType, tz, compress, "batches")
         batches.flatMap { batch =>
           // Copied before the next batch is pulled (a native plan's batch is released then).
           encoder.root.clear()
@@ -171,7 +176,7 @@ object EmberCachedBatchSerializer {
  * Encodes the batch in `root` (one per task, refilled per batch) into an [[EmberCachedBatch]]: one IPC stream per
  * column, and Spark's statistics for batch pruning.
  */
-private class CachedBatchEncoder(schema: StructType, timeZoneId: String, what: String) {
+private class CachedBatchEncoder(schema: StructType, timeZoneId: String, compress: Boolean, what: String) {
   private val allocator: BufferAllocator = {
     val context = TaskContext.get()
     val a = ArrowUtils.rootAllocator.newChildAllocator(s"ember-cache-write-$what", 0, Long.MaxValue)
@@ -210,12 +215,14 @@ private class CachedBatchEncoder(schema: StructType, timeZoneId: String, what: S
       val single =
         new VectorSchemaRoot(java.util.List.of(vector.getField), java.util.List.of[FieldVector](vector), n)
       val out = new ByteArrayOutputStream()
-      val writer =
-        new ArrowStreamWriter(
-          single,
-          new DictionaryProvider.MapDictionaryProvider(),
-          Channels.newChannel(out)
-        )
+      val writer = new ArrowStreamWriter(
+        single,
+        new DictionaryProvider.MapDictionaryProvider(),
+        Channels.newChannel(out),
+        IpcOption.DEFAULT,
+        Lz4FrameCodec.Factory,
+        if (compress) CompressionUtil.CodecType.LZ4_FRAME else CompressionUtil.CodecType.NO_COMPRESSION
+      )
       writer.start()
       writer.writeBatch()
       writer.end()
@@ -300,7 +307,8 @@ private class CachedBatchDecoder(batches: Iterator[CachedBatch], columns: Array[
     release()
     val batch = batches.next().asInstanceOf[EmberCachedBatch]
     val vectors: Array[ColumnVector] = columns.map { c =>
-      val reader = new ArrowStreamReader(new ByteArrayInputStream(batch.columns(c)), allocator)
+      val reader =
+        new ArrowStreamReader(new ByteArrayInputStream(batch.columns(c)), allocator, Lz4FrameCodec.Factory)
       try {
         if (!reader.loadNextBatch()) throw new IllegalStateException("an empty cached column")
         val transfer = reader.getVectorSchemaRoot.getFieldVectors.get(0).getTransferPair(allocator)
