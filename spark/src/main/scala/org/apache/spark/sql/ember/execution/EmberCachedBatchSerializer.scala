@@ -69,12 +69,7 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
     if (!EmberCachedBatchSerializer.arrow(schema)) {
       spark.convertInternalRowToCachedBatch(input, schema, storageLevel, conf)
     } else {
-      val structType = DataTypeUtils.fromAttributes(schema)
-      val batchSize = conf.columnBatchSize
-      val tz = conf.sessionLocalTimeZone
-      val compress = conf.useCompression
-      input.mapPartitionsInternal { rows =>
-        val encoder = new CachedBatchEncoder(structType, tz, compress, "rows")
+      encoded(input, schema, conf, "rows") { (encoder, batchSize, rows) =>
         val writer = ArrowWriter.create(encoder.root)
         new Iterator[CachedBatch] {
           override def hasNext: Boolean = rows.hasNext
@@ -103,12 +98,7 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
     if (!EmberCachedBatchSerializer.arrow(schema)) {
       spark.convertColumnarBatchToCachedBatch(input, schema, storageLevel, conf)
     } else {
-      val structType = DataTypeUtils.fromAttributes(schema)
-      val tz = conf.sessionLocalTimeZone
-      val batchSize = conf.columnBatchSize
-      val compress = conf.useCompression
-      input.mapPartitionsInternal { batches =>
-        val encoder = new CachedBatchEncoder(structType, tz, compress, "batches")
+      encoded(input, schema, conf, "batches") { (encoder, batchSize, batches) =>
         batches.flatMap { batch =>
           // Copied before the next batch is pulled (a native plan's batch is released then).
           encoder.root.clear()
@@ -123,6 +113,17 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
         }
       }
     }
+
+  /** Each partition of `input` encoded with an encoder of its own, given the batch size Spark caches with. */
+  private def encoded[T](input: RDD[T], schema: Seq[Attribute], conf: SQLConf, what: String)(
+      encode: (CachedBatchEncoder, Int, Iterator[T]) => Iterator[CachedBatch]
+  ): RDD[CachedBatch] = {
+    val structType = DataTypeUtils.fromAttributes(schema)
+    val (tz, batchSize, compress) = (conf.sessionLocalTimeZone, conf.columnBatchSize, conf.useCompression)
+    input.mapPartitionsInternal { it =>
+      encode(new CachedBatchEncoder(structType, tz, compress, what), batchSize, it)
+    }
+  }
 
   override def convertCachedBatchToColumnarBatch(
       input: RDD[CachedBatch],
