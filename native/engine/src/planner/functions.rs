@@ -234,10 +234,10 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
                 let regex = java_regex(f, 1)?;
                 let idx = int_literal(f, 2)?.ok_or_else(|| plan_error("regexp_extract with a NULL index"))?;
                 if let Some(r) = &regex {
-                    if idx < 0 || idx as usize > r.groups {
+                    if idx < 0 || idx as usize > r.groups() {
                         return Err(plan_error(format!(
                             "regexp_extract of group {idx} of a pattern with {} groups (Spark raises the error)",
-                            r.groups
+                            r.groups()
                         )));
                     }
                     if idx > 0 && r.groups_repeated {
@@ -866,9 +866,8 @@ fn regexp_replace_kernel(f: &pb::ScalarFunction) -> Result<Arc<dyn Kernel>> {
     if r.matches_empty {
         return Err(plan_error("regexp_replace with a pattern that can match the empty string"));
     }
-    let names: Vec<Option<&str>> = r.names.iter().map(|n| n.as_deref()).collect();
-    let pieces = replacement(&rep, r.groups, &names)
-        .map_err(|e| plan_error(format!("regexp_replace: {e} (Spark raises the error)")))?;
+    let pieces =
+        replacement(&rep, &r.names).map_err(|e| plan_error(format!("regexp_replace: {e} (Spark raises the error)")))?;
     if r.groups_repeated && pieces.iter().any(|p| matches!(p, Piece::Group(g) if *g > 0)) {
         return Err(plan_error("regexp_replace referring to a group inside a repeated group"));
     }

@@ -29,8 +29,6 @@ const BACKTRACK_LIMIT: usize = 100_000_000;
 #[derive(Debug)]
 pub struct JavaRegex {
     regex: Regex,
-    /// Capturing groups (Java's `groupCount`).
-    pub groups: usize,
     /// A capturing group inside a repeated group: Java keeps a group's value from an earlier iteration that a
     /// later one skips, which other engines may not; refused where groups are read.
     pub groups_repeated: bool,
@@ -41,10 +39,16 @@ pub struct JavaRegex {
 }
 
 impl JavaRegex {
+    /// Capturing groups (Java's `groupCount`).
+    pub fn groups(&self) -> usize {
+        self.names.len() - 1
+    }
+
     /// `Err(reason)` for a pattern this translation does not reproduce exactly (or Java rejects).
     pub fn compile(java: &str) -> std::result::Result<Self, String> {
-        let t = Translator::new(java).run()?;
-        let regex = RegexBuilder::new(&t.pattern)
+        let mut t = Translator::new(java);
+        t.run()?;
+        let regex = RegexBuilder::new(&t.out)
             .backtrack_limit(BACKTRACK_LIMIT)
             .build()
             .map_err(|e| format!("pattern '{java}': {e}"))?;
@@ -52,7 +56,7 @@ impl JavaRegex {
         // never exceeds the pattern's.
         let matches_empty =
             regex_syntax::parse(&t.skeleton).map_or(true, |hir| hir.properties().minimum_len() == Some(0));
-        Ok(Self { regex, groups: t.groups, groups_repeated: t.groups_repeated, matches_empty, names: t.names })
+        Ok(Self { regex, groups_repeated: t.groups_repeated, matches_empty, names: t.names })
     }
 
     fn failed(&self, e: fancy_regex::Error) -> DataFusionError {
@@ -69,7 +73,7 @@ struct Translator<'a> {
     skeleton: String,
     /// Inside a lookaround (nothing of it goes to the skeleton), by depth.
     hidden: usize,
-    groups: usize,
+    /// Each group's name so far (index 0: the whole match); their count is the groups opened.
     names: Vec<Option<String>>,
     groups_repeated: bool,
 }
@@ -87,14 +91,6 @@ enum Last {
     Group,
 }
 
-struct Translated {
-    pattern: String,
-    skeleton: String,
-    groups: usize,
-    names: Vec<Option<String>>,
-    groups_repeated: bool,
-}
-
 impl<'a> Translator<'a> {
     fn new(java: &'a str) -> Self {
         Self {
@@ -104,7 +100,6 @@ impl<'a> Translator<'a> {
             out: String::with_capacity(java.len() * 2),
             skeleton: String::new(),
             hidden: 0,
-            groups: 0,
             names: vec![None],
             groups_repeated: false,
         }
@@ -134,7 +129,8 @@ impl<'a> Translator<'a> {
         self.src.get(self.at).copied()
     }
 
-    fn run(mut self) -> std::result::Result<Translated, String> {
+    /// Translates the whole pattern into `out` (and `skeleton`).
+    fn run(&mut self) -> std::result::Result<(), String> {
         // Per open group: (captures or holds a capture, is a lookaround).
         let mut open: Vec<(bool, bool)> = Vec::new();
         let mut last = Last::None;
@@ -218,13 +214,7 @@ impl<'a> Translator<'a> {
         if !open.is_empty() {
             return self.refuse("an unclosed group");
         }
-        Ok(Translated {
-            pattern: self.out,
-            skeleton: self.skeleton,
-            groups: self.groups,
-            names: self.names,
-            groups_repeated: self.groups_repeated,
-        })
+        Ok(())
     }
 
     fn literal(&mut self, c: char) {
@@ -236,7 +226,6 @@ impl<'a> Translator<'a> {
     /// After '(': returns (captures, is a lookaround).
     fn group_open(&mut self) -> std::result::Result<(bool, bool), String> {
         if self.peek() != Some('?') {
-            self.groups += 1;
             self.names.push(None);
             self.emit("(");
             return Ok((true, false));
@@ -278,7 +267,6 @@ impl<'a> Translator<'a> {
                     if self.names.iter().any(|n| n.as_deref() == Some(name.as_str())) {
                         return self.refuse("a group name used twice");
                     }
-                    self.groups += 1;
                     self.emit(&format!("(?P<{name}>"));
                     self.names.push(Some(name));
                     Ok((true, false))
@@ -420,7 +408,7 @@ impl<'a> Translator<'a> {
             }
             '1'..='9' => {
                 let n = c.to_digit(10).unwrap() as usize;
-                if self.peek().is_some_and(|d| d.is_ascii_digit()) || n > self.groups {
+                if self.peek().is_some_and(|d| d.is_ascii_digit()) || n >= self.names.len() {
                     return self.refuse("a backreference other than \\1..\\9 to an earlier group");
                 }
                 // In the skeleton an empty group, so that a quantifier after it stays valid.
@@ -607,7 +595,8 @@ pub enum Piece {
 /// Parses a replacement as `appendReplacement` reads it: `$n` (the longest number that names a group, at least
 /// one digit), `${name}`, `\x` for a literal `x`; `Err` where Java would throw (the function then falls back, and
 /// Spark raises its error).
-pub fn replacement(rep: &str, groups: usize, names: &[Option<&str>]) -> std::result::Result<Vec<Piece>, String> {
+pub fn replacement(rep: &str, names: &[Option<String>]) -> std::result::Result<Vec<Piece>, String> {
+    let groups = names.len() - 1;
     let mut pieces = Vec::new();
     let mut text = String::new();
     let mut it = rep.chars().peekable();
@@ -629,9 +618,10 @@ pub fn replacement(rep: &str, groups: usize, names: &[Option<&str>]) -> std::res
                                 _ => return Err("a malformed ${name} in the replacement".into()),
                             }
                         }
-                        match names.iter().position(|n| *n == Some(name.as_str())) {
-                            Some(i) if !name.is_empty() && name.starts_with(|c: char| c.is_ascii_alphabetic()) => i,
-                            _ => return Err(format!("no group named '{name}'")),
+                        // Group names start with a letter (the translation checks), so "" or "1a" names none.
+                        match names.iter().position(|n| n.as_deref() == Some(name.as_str())) {
+                            Some(i) => i,
+                            None => return Err(format!("no group named '{name}'")),
                         }
                     }
                     Some(d) if d.is_ascii_digit() => {
@@ -688,11 +678,12 @@ impl Kernel for RegexpReplace {
                 continue;
             };
             buf.clear();
+            // Where the last match ended: the text before the next one is copied from there, and the search
+            // goes on from there (no match is empty).
             let mut last = 0;
-            let mut from = 0;
-            while from <= v.len() {
+            loop {
                 let (start, end, caps) = if groups {
-                    match re.regex.captures_from_pos(v, from).map_err(|e| re.failed(e))? {
+                    match re.regex.captures_from_pos(v, last).map_err(|e| re.failed(e))? {
                         Some(c) => {
                             let m = c.get(0).expect("group 0");
                             (m.start(), m.end(), Some(c))
@@ -700,7 +691,7 @@ impl Kernel for RegexpReplace {
                         None => break,
                     }
                 } else {
-                    match re.regex.find_from_pos(v, from).map_err(|e| re.failed(e))? {
+                    match re.regex.find_from_pos(v, last).map_err(|e| re.failed(e))? {
                         Some(m) => (m.start(), m.end(), None),
                         None => break,
                     }
@@ -720,7 +711,6 @@ impl Kernel for RegexpReplace {
                     }
                 }
                 last = end;
-                from = end;
             }
             buf.push_str(&v[last..]);
             out.append_value(&buf);
@@ -784,13 +774,15 @@ mod tests {
     #[test]
     fn replacement_as_java_reads_it() {
         use Piece::*;
-        assert_eq!(replacement("<$1>", 1, &[None, None]).unwrap(), vec![Text("<".into()), Group(1), Text(">".into())]);
-        assert_eq!(replacement("$12", 1, &[None, None]).unwrap(), vec![Group(1), Text("2".into())]);
-        assert_eq!(replacement("$12", 12, &[None; 13]).unwrap(), vec![Group(12)]);
-        assert_eq!(replacement("\\$x", 0, &[None]).unwrap(), vec![Text("$x".into())]);
-        assert_eq!(replacement("${n}", 1, &[None, Some("n")]).unwrap(), vec![Group(1)]);
-        assert!(replacement("$2", 1, &[None, None]).is_err());
-        assert!(replacement("a\\", 0, &[None]).is_err());
-        assert!(replacement("$x", 0, &[None]).is_err());
+        let unnamed = |groups: usize| vec![None; groups + 1];
+        assert_eq!(replacement("<$1>", &unnamed(1)).unwrap(), vec![Text("<".into()), Group(1), Text(">".into())]);
+        assert_eq!(replacement("$12", &unnamed(1)).unwrap(), vec![Group(1), Text("2".into())]);
+        assert_eq!(replacement("$12", &unnamed(12)).unwrap(), vec![Group(12)]);
+        assert_eq!(replacement("\\$x", &unnamed(0)).unwrap(), vec![Text("$x".into())]);
+        assert_eq!(replacement("${n}", &[None, Some("n".into())]).unwrap(), vec![Group(1)]);
+        assert!(replacement("${}", &[None, Some("n".into())]).is_err());
+        assert!(replacement("$2", &unnamed(1)).is_err());
+        assert!(replacement("a\\", &unnamed(0)).is_err());
+        assert!(replacement("$x", &unnamed(0)).is_err());
     }
 }

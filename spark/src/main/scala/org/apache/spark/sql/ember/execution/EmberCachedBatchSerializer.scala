@@ -158,11 +158,11 @@ class EmberCachedBatchSerializer extends SimpleMetricsCachedBatchSerializer {
 object EmberCachedBatchSerializer {
 
   /** Whether a schema is cached as Arrow: every column of a type the engine reads (and at least one column). */
-  def arrow(schema: Seq[Attribute]): Boolean =
-    schema.nonEmpty && schema.forall(a => TypeSerde.supported(a.dataType))
+  def arrow(schema: Seq[Attribute]): Boolean = arrowTypes(schema.map(_.dataType))
 
-  def arrow(schema: StructType): Boolean =
-    schema.nonEmpty && schema.forall(f => TypeSerde.supported(f.dataType))
+  def arrow(schema: StructType): Boolean = arrowTypes(schema.fields.toSeq.map(_.dataType))
+
+  private def arrowTypes(types: Seq[DataType]): Boolean = types.nonEmpty && types.forall(TypeSerde.supported)
 
   /** Where each selected attribute is among the cached ones. */
   def columnIndices(cache: Seq[Attribute], selected: Seq[Attribute]): Array[Int] =
