@@ -574,6 +574,21 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
     .resolve::<ThrowEmberException>()
 }
 
+/// Spark's rebase tables for LEGACY Parquet timestamps (a proto `JulianRebaseTables`), once per process before
+/// the first native scan of timestamps.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_registerJulianRebase<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    tables: JByteArray<'l>,
+) {
+    env.with_env(|env| -> BridgeResult<()> {
+        let bytes = env.convert_byte_array(&tables)?;
+        Ok(ember_engine::planner::parquet_scan::register_julian_rebase(&bytes)?)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
 /// Planning-time question from the driver, the engine's one support call: does the engine run this operator (a
 /// serialized proto `Operator` whose `Input` leaves carry its children's schemas) exactly as Spark does, under
 /// `config` (the session's serialized `ExecConfig`, with the JVM's version)? Plans it over empty inputs — no

@@ -19,9 +19,11 @@
 //!   Spark's `DataSourceUtils.datetimeRebaseSpec` / `int96RebaseSpec`: a file's own metadata (the Spark version
 //!   that wrote it, its legacy flags) decides, else the mode the task carries. CORRECTED reads values as they
 //!   are; EXCEPTION raises Spark's READ_ANCIENT_DATETIME for a value before the switch; LEGACY rebases dates
-//!   from the hybrid Julian calendar (Spark's switch table), and timestamps only where no value is before the
-//!   switch (rebasing those needs the JVM's time-zone rules: such a file fails the read, naming the key that
-//!   leaves the scan to Spark). TIMESTAMP_NTZ is never rebased.
+//!   from the hybrid Julian calendar (Spark's switch table) and timestamps by Spark's per-zone rebase tables
+//!   (handed over by the JVM, [`register_julian_rebase`]) in the zone the file names, else the executor JVM's
+//!   default zone. Where Spark computes the rebase with `java.util.Calendar` instead (a timestamp before year
+//!   1, a zone without a table) the read fails, naming the key that leaves the scan to Spark. TIMESTAMP_NTZ is
+//!   never rebased.
 //! - **Filters.** Spark keeps every data filter of a file scan in a filter above it, so the reader only ever
 //!   saves work, and an answer never depends on it. Simple conjuncts of the data filters (`column <op>
 //!   literal`, IN, IS [NOT] NULL) skip row groups whose statistics prove that no row passes, then pages whose
@@ -216,7 +218,62 @@ impl DatetimeRebase {
     }
 }
 
+/// Spark's `RebaseDateTime.RebaseInfo` of one time zone, from its `julian-gregorian-rebase-micros.json` as the
+/// JVM loaded it: from `switches[i]` on (micros, ascending) a hybrid-calendar timestamp is `diffs[i]` micros off
+/// the proleptic Gregorian one.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ZoneRebase {
+    switches: Vec<i64>,
+    diffs: Vec<i64>,
+}
+
+impl ZoneRebase {
+    pub fn new(switches: Vec<i64>, diffs: Vec<i64>) -> Result<Self, String> {
+        if switches.is_empty() || switches.len() != diffs.len() || !switches.is_sorted() {
+            return Err(format!("a rebase table of {} switches and {} diffs", switches.len(), diffs.len()));
+        }
+        Ok(Self { switches, diffs })
+    }
+
+    /// Spark's `rebaseJulianToGregorianMicros(zone, micros)` below `last_switch`: the latest switch at or
+    /// before `micros` gives the difference. None before the first switch (year 1), where Spark computes
+    /// with `java.util.Calendar`.
+    fn rebase(&self, micros: i64, last_switch: i64) -> Option<i64> {
+        if micros >= last_switch {
+            return Some(micros);
+        }
+        let i = self.switches.partition_point(|s| *s <= micros).checked_sub(1)?;
+        Some(micros.wrapping_add(self.diffs[i]))
+    }
+}
+
+/// Spark's rebase tables by zone id, set once per process by [`register_julian_rebase`].
+static JULIAN_REBASE: std::sync::OnceLock<std::collections::HashMap<String, Arc<ZoneRebase>>> =
+    std::sync::OnceLock::new();
+
+/// Hands Spark's rebase tables to the reader (the first call wins: they are the same in every JVM of an
+/// application).
+pub fn register_julian_rebase(zones: std::collections::HashMap<String, Arc<ZoneRebase>>) {
+    let _ = JULIAN_REBASE.set(zones);
+}
+
+/// The zone a LEGACY timestamp rebase of one file uses, and its table when Spark has one.
+#[derive(Debug, Clone, PartialEq)]
+struct LegacyZone {
+    name: String,
+    table: Option<Arc<ZoneRebase>>,
+}
+
+impl LegacyZone {
+    fn of(name: &str) -> Self {
+        let table = JULIAN_REBASE.get().and_then(|zones| zones.get(name)).cloned();
+        Self { name: name.to_string(), table }
+    }
+}
+
 const SPARK_VERSION_KEY: &str = "org.apache.spark.version";
+/// The session zone of a Spark writer in LEGACY mode: the zone its timestamps are rebased in when read.
+const SPARK_TIMEZONE_KEY: &str = "org.apache.spark.timeZone";
 const SPARK_LEGACY_DATETIME_KEY: &str = "org.apache.spark.legacyDateTime";
 const SPARK_LEGACY_INT96_KEY: &str = "org.apache.spark.legacyINT96";
 
@@ -307,8 +364,17 @@ enum Convert {
     /// Days read as TIMESTAMP_NTZ: rebased days at UTC midnight.
     DaysAsMicros(RebaseMode),
     /// INT64 or INT96 timestamps: values in `unit` (micros or millis), made micros, then checked or rebased
-    /// per `rebase` (None: never, as TIMESTAMP_NTZ; `true`: INT96's flavour), typed as requested.
-    Timestamp { unit: TimeUnit, rebase: Option<(RebaseMode, bool)>, to: DataType },
+    /// per `rebase` (None: never, as TIMESTAMP_NTZ), typed as requested.
+    Timestamp { unit: TimeUnit, rebase: Option<TimestampRebase>, to: DataType },
+}
+
+/// How a file's timestamps are checked or rebased: the file's mode, whether they are INT96 (their own mode
+/// and error), and the zone a LEGACY rebase uses.
+#[derive(Debug, Clone, PartialEq)]
+struct TimestampRebase {
+    mode: RebaseMode,
+    int96: bool,
+    zone: LegacyZone,
 }
 
 /// Where a requested column comes from in the current file.
@@ -383,6 +449,8 @@ pub struct ParquetScanReader<F> {
     names: Vec<String>,
     case_sensitive: bool,
     rebase: DatetimeRebase,
+    /// The executor JVM's default zone: a LEGACY timestamp rebase uses it for files that name none.
+    default_zone: String,
     batch_size: usize,
     splits: VecDeque<ParquetSplit>,
     filters: Vec<ScanFilter>,
@@ -438,6 +506,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             names,
             case_sensitive,
             rebase,
+            default_zone: "UTC".to_string(),
             batch_size: batch_size.max(1),
             splits: splits.into(),
             filters: Vec::new(),
@@ -450,6 +519,13 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             failed: false,
             alive,
         })
+    }
+
+    /// Rebases LEGACY timestamps of files that name no zone in `zone` (Spark's `RebaseSpec.timeZone`: the
+    /// executor JVM's default).
+    pub fn with_default_zone(mut self, zone: String) -> Self {
+        self.default_zone = zone;
+        self
     }
 
     /// Skips row groups and pages by `filters`' statistics and filters rows by them; `on_pruned` hears what
@@ -542,6 +618,11 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             let kv = meta.metadata().file_metadata().key_value_metadata();
             let datetime_mode = file_rebase_mode(kv, self.rebase.datetime_mode, "3.0.0", SPARK_LEGACY_DATETIME_KEY);
             let int96_mode = file_rebase_mode(kv, self.rebase.int96_mode, "3.1.0", SPARK_LEGACY_INT96_KEY);
+            let zone = LegacyZone::of(
+                kv.and_then(|kv| kv.iter().find(|e| e.key == SPARK_TIMEZONE_KEY))
+                    .and_then(|e| e.value.as_deref())
+                    .unwrap_or(&self.default_zone),
+            );
             let mut roots = Vec::new();
             let mut wanted = Vec::with_capacity(self.names.len());
             for (name, field) in self.names.iter().zip(self.schema.fields()) {
@@ -565,7 +646,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                         let found = file_schema.field(*i).data_type();
                         let int96 = roots_physical[*i] == Some(PhysicalType::INT96);
                         let convert = if let Some(c) =
-                            temporal(found, int96, field.data_type(), datetime_mode, int96_mode)
+                            temporal(found, int96, field.data_type(), datetime_mode, int96_mode, &zone)
                         {
                             c
                         } else if found == field.data_type() {
@@ -709,10 +790,10 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     Some(S::Int32(s)) => s.min_opt().is_some_and(|d| *d >= self.rebase.last_switch_julian_day),
                     _ => false,
                 },
-                Convert::Timestamp { rebase: Some((m, int96)), unit, .. } if *m != RebaseMode::Corrected => {
+                Convert::Timestamp { rebase: Some(r), unit, .. } if r.mode != RebaseMode::Corrected => {
                     let per_unit = if *unit == TimeUnit::Millisecond { 1000 } else { 1 };
                     match min() {
-                        Some(S::Int64(s)) if !*int96 => s
+                        Some(S::Int64(s)) if !r.int96 => s
                             .min_opt()
                             .and_then(|v| v.checked_mul(per_unit))
                             .is_some_and(|v| v >= self.rebase.last_switch_julian_ts),
@@ -1191,7 +1272,9 @@ fn temporal(
     requested: &DataType,
     datetime_mode: RebaseMode,
     int96_mode: RebaseMode,
+    zone: &LegacyZone,
 ) -> Option<Convert> {
+    let rebase = |mode, int96| TimestampRebase { mode, int96, zone: zone.clone() };
     use DataType::*;
     match (found, requested) {
         (Date32 | Int32, Date32) => Some(Convert::Days(datetime_mode)),
@@ -1200,7 +1283,7 @@ fn temporal(
         (Timestamp(TimeUnit::Microsecond, _), Timestamp(TimeUnit::Microsecond, tz)) if int96 => {
             Some(Convert::Timestamp {
                 unit: TimeUnit::Microsecond,
-                rebase: tz.is_some().then_some((int96_mode, true)),
+                rebase: tz.is_some().then(|| rebase(int96_mode, true)),
                 to: requested.clone(),
             })
         }
@@ -1209,7 +1292,7 @@ fn temporal(
             Timestamp(TimeUnit::Microsecond, tz),
         ) => Some(Convert::Timestamp {
             unit: *unit,
-            rebase: tz.is_some().then_some((datetime_mode, false)),
+            rebase: tz.is_some().then(|| rebase(datetime_mode, false)),
             to: requested.clone(),
         }),
         _ => None,
@@ -1267,27 +1350,37 @@ fn convert_temporal(
                     PrimitiveArray::new(a.values().clone(), a.nulls().cloned())
                 }
             };
-            if let Some((mode, int96)) = mode {
-                let below = || any_below(&micros, rebase.last_switch_julian_ts);
-                match mode {
-                    RebaseMode::Corrected => {}
-                    RebaseMode::Exception if below() => return Err(ancient(*int96)),
-                    RebaseMode::Exception => {}
-                    // Values after the last switch read as they are in every time zone; earlier ones need the
-                    // JVM's time-zone rules (Spark's rebase tables).
-                    RebaseMode::Legacy if below() => {
-                        return Err(failed_read(
-                            path,
-                            format!(
-                                "column {column}: timestamps before the last calendar switch in a file written in \
-                                 Spark's legacy hybrid calendar are not rebased by the native Parquet scan; set \
-                                 spark.ember.exec.parquetScan.enabled=false to read this file with Spark"
-                            ),
-                        ))
+            let micros = match mode {
+                Some(r) => {
+                    let below = || any_below(&micros, rebase.last_switch_julian_ts);
+                    match (r.mode, &r.zone.table) {
+                        (RebaseMode::Corrected, _) => micros,
+                        (RebaseMode::Exception, _) if below() => return Err(ancient(r.int96)),
+                        (RebaseMode::Exception, _) => micros,
+                        (RebaseMode::Legacy, _) if !below() => micros,
+                        // Before year 1, or in a zone Spark has no table for, Spark rebases with the JVM's
+                        // calendar: such a file is left to Spark's reader.
+                        (RebaseMode::Legacy, table) => {
+                            let unsupported = || {
+                                failed_read(
+                                    path,
+                                    format!(
+                                        "column {column}: a timestamp before year 1 or in time zone {} (no rebase \
+                                         table in Spark) of a file written in Spark's legacy hybrid calendar is \
+                                         not rebased by the native Parquet scan; set \
+                                         spark.ember.exec.parquetScan.enabled=false to read this file with Spark",
+                                        r.zone.name
+                                    ),
+                                )
+                            };
+                            let table = table.as_ref().ok_or_else(unsupported)?;
+                            let last = rebase.last_switch_julian_ts;
+                            micros.try_unary(|v| table.rebase(v, last).ok_or_else(unsupported))?
+                        }
                     }
-                    RebaseMode::Legacy => {}
                 }
-            }
+                None => micros,
+            };
             let values: ScalarBuffer<i64> = micros.values().clone();
             let out = PrimitiveArray::<TimestampMicrosecondType>::new(values, micros.nulls().cloned());
             Ok(Arc::new(match to {
@@ -1815,6 +1908,39 @@ mod tests {
             err.to_string().contains("PARQUET_COLUMN_DATA_TYPE_MISMATCH") && err.to_string().contains("INT64"),
             "{err}"
         );
+    }
+
+    /// LEGACY timestamps rebased by a zone's table (Spark's `rebaseMicros`: the latest switch at or before a
+    /// value gives its difference), in the zone the file names; a value before the first switch, or a zone
+    /// without a table, fails the read naming the key; values from the last switch on read as written.
+    #[test]
+    fn legacy_timestamps_rebased_by_the_zone_table() {
+        const L: i64 = LAST_SWITCH_JULIAN_TS;
+        let table = ZoneRebase::new(vec![L - 1_000, L - 500, L - 10], vec![30, -20, 0]).unwrap();
+        assert!(ZoneRebase::new(vec![2, 1], vec![0, 0]).is_err());
+        register_julian_rebase([("Test/Legacy".to_string(), Arc::new(table))].into());
+        let dir = tempfile::tempdir().unwrap();
+        let ltz = || Field::new("c", DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC"))), true);
+        let values = |a: &ArrayRef| a.as_primitive::<TimestampMicrosecondType>().iter().collect::<Vec<_>>();
+        let write = |name: &str, v: Vec<Option<i64>>, meta: &[(&str, &str)]| {
+            let array: ArrayRef = Arc::new(PrimitiveArray::<TimestampMicrosecondType>::from(v));
+            let field = Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, None), true);
+            write_one(&dir.path().join(name), field, array, meta)
+        };
+        let legacy =
+            [(SPARK_VERSION_KEY, "3.5.0"), (SPARK_LEGACY_DATETIME_KEY, ""), (SPARK_TIMEZONE_KEY, "Test/Legacy")];
+        let file = write("zoned.parquet", vec![Some(L - 1_000), Some(L - 501), None, Some(L - 500), Some(L)], &legacy);
+        assert_eq!(
+            values(&read_with(ltz(), "t", defaults(), file).unwrap()),
+            vec![Some(L - 970), Some(L - 471), None, Some(L - 520), Some(L)]
+        );
+        let early = write("early.parquet", vec![Some(L - 1_001)], &legacy);
+        let err = read_with(ltz(), "t", defaults(), early).unwrap_err().to_string();
+        assert!(err.contains("spark.ember.exec.parquetScan.enabled") && err.contains("Test/Legacy"), "{err}");
+        // No zone in the file: the reader's default zone (here without a table).
+        let unzoned = write("unzoned.parquet", vec![Some(L - 600)], &legacy[..2]);
+        let err = read_with(ltz(), "t", defaults(), unzoned).unwrap_err().to_string();
+        assert!(err.contains("time zone UTC"), "{err}");
     }
 
     /// An INT96 file (as Spark and Hive write them: Julian day + nanos of day), written with the low-level API.

@@ -1,5 +1,8 @@
 //! A Parquet scan's task (proto `ParquetScanTask`: the task's file splits, requested columns, rebase modes and
 //! pushed filters, handed over per task by the JVM's `ParquetSource`) → the engine's `ParquetScanReader`.
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use arrow::datatypes::SchemaRef;
 use datafusion_common::Result;
 use ember_proto as pb;
@@ -7,7 +10,7 @@ use ember_proto as pb;
 use super::types::to_scalar;
 use crate::error::plan_error;
 use crate::operators::parquet_scan::{
-    DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, PrunedCallback, RebaseMode, ScanFilter,
+    DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, PrunedCallback, RebaseMode, ScanFilter, ZoneRebase,
 };
 
 /// The reader of `task` into `schema` (the plan's `Input` leaf), in batches of `batch_size` rows; `alive` is
@@ -80,5 +83,25 @@ where
         .collect::<Result<Vec<_>>>()?;
     let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)
         .map_err(|e| plan_error(e.to_string()))?;
-    Ok(reader.with_filters(filters, on_pruned).with_row_filter(task.filter_rows))
+    Ok(reader
+        .with_default_zone(task.default_time_zone)
+        .with_filters(filters, on_pruned)
+        .with_row_filter(task.filter_rows))
+}
+
+/// Spark's rebase tables (proto `JulianRebaseTables`) → the Parquet reader's, once per process.
+pub fn register_julian_rebase(bytes: &[u8]) -> Result<()> {
+    let tables = <pb::JulianRebaseTables as prost::Message>::decode(bytes)
+        .map_err(|e| plan_error(format!("JulianRebaseTables: {e}")))?;
+    let zones = tables
+        .zones
+        .into_iter()
+        .map(|t| {
+            let table =
+                ZoneRebase::new(t.switches, t.diffs).map_err(|e| plan_error(format!("zone {}: {e}", t.zone)))?;
+            Ok((t.zone, Arc::new(table)))
+        })
+        .collect::<Result<HashMap<_, _>>>()?;
+    crate::operators::parquet_scan::register_julian_rebase(zones);
+    Ok(())
 }

@@ -390,7 +390,7 @@ object EmberConf {
     "Read Parquet files natively when a native operator consumes a file scan: each task's files and byte ranges " +
       "(Spark's own splits) go to the engine, which reads them straight into Arrow, dates and timestamps " +
       "rebased as Spark does and partition values appended. Scans with metadata columns, nested types or " +
-      "collated strings, timestamps in LEGACY rebase mode or with INT96 time-zone conversion, non-local files, " +
+      "collated strings, timestamps with INT96 time-zone conversion, non-local files, " +
       "or ignoreCorruptFiles / ignoreMissingFiles / Parquet field ids stay Spark's vectorized reader (the plan " +
       "says why)."
   )

@@ -68,6 +68,12 @@ public final class NativeLib {
   public static native void initLogging(String level, String configFile);
 
   /**
+   * Hands Spark's rebase tables for LEGACY Parquet timestamps ({@code tables}: a proto JulianRebaseTables) to
+   * the engine; once per process, the first call wins.
+   */
+  public static native void registerJulianRebase(byte[] tables);
+
+  /**
    * Builds the native plan for one task: {@code plan} is a proto Plan (built on the driver, the same for every
    * task), {@code task} a proto TaskSettings (this executor's spill dirs, the task's ids). Input i is {@code rowSources[i]} when not null (an object with
    * {@code int nextRows()} packing UnsafeRows, each preceded by its size, into {@code byte[] packed()}; -1 at the

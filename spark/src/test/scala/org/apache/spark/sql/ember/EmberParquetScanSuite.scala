@@ -441,21 +441,15 @@ class EmberParquetScanSuite extends EmberQueryTest {
             "spark.sql.parquet.datetimeRebaseModeInWrite" -> written,
             "spark.sql.parquet.int96RebaseModeInWrite" -> written
           ) {
-            // Ancient timestamps in a LEGACY file are the native scan's known limit (see below).
-            val ts = if (written == "LEGACY") modernTimestamps else ancientTimestamps ++ modernTimestamps
-            temporalTable(ts).write.parquet(path)
+            temporalTable(ancientTimestamps ++ modernTimestamps).write.parquet(path)
           }
-          // Files written by Spark 4 say how they were written: CORRECTED reads as EXCEPTION does.
-          for (mode <- Seq("EXCEPTION", "LEGACY")) {
-            withSQLConf(rebaseConfs.map(_ -> mode): _*) {
+          // Files written by Spark 4 say how they were written: CORRECTED reads as EXCEPTION does. A LEGACY
+          // file names its writer's session zone, which the rebase uses whatever the reader's session zone.
+          for (mode <- Seq("EXCEPTION", "LEGACY"); zone <- Seq("America/Los_Angeles", "Asia/Kolkata")) {
+            withSQLConf((rebaseConfs.map(_ -> mode) :+ ("spark.sql.session.timeZone" -> zone)): _*) {
               val all = () => spark.read.parquet(path).where(col("id") =!= -1)
-              // LEGACY timestamps stay Spark's (rebasing them needs the JVM's time-zone rules).
-              val result = sameOutcome(all, native = mode != "LEGACY")
+              val result = sameOutcome(all, native = true)
               assert(result.isSuccess, s"$output/$written/$mode: $result") // files written by Spark 4 say how
-              if (mode == "LEGACY") {
-                val df = spark.read.parquet(path).where(col("id") =!= -1)
-                assert(reason(df).contains("rebased in LEGACY mode are read by Spark"), reason(df))
-              }
               // Dates and TIMESTAMP_NTZ alone: native in every mode (LEGACY dates rebased natively).
               sameOutcome(
                 () => spark.read.parquet(path).select("id", "d", "ntz").where(col("id") =!= -1),
@@ -468,20 +462,22 @@ class EmberParquetScanSuite extends EmberQueryTest {
     }
   }
 
-  test("ancient timestamps of a LEGACY file: the native scan fails naming the key (known limit)") {
+  test("LEGACY timestamps before year 1: the native scan fails naming the key (known limit)") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
       withSQLConf(
         "spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS",
         "spark.sql.parquet.datetimeRebaseModeInWrite" -> "LEGACY"
-      )(temporalTable(ancientTimestamps).write.parquet(path))
+      ) {
+        // 0001-01-01 minus a year: Spark rebases it with java.util.Calendar, not by its tables.
+        spark
+          .range(2)
+          .selectExpr("id", "timestamp_micros(-62135596800000000L - 31557600000000L * id) AS ts")
+          .write
+          .parquet(path)
+      }
       val query = () => spark.read.parquet(path).where(col("id") =!= -1).select("id", "ts")
-      assert(
-        withEmber(enabled = false)(query().collect()).length == math.max(
-          dates.size,
-          ancientTimestamps.size
-        ) + 1
-      )
+      assert(withEmber(enabled = false)(query().collect()).length == 2)
       val e = withEmber(enabled = true)(intercept[SparkException](query().collect()))
       assert(messages(e).contains("spark.ember.exec.parquetScan.enabled"), e)
       withSQLConf("spark.ember.exec.parquetScan.enabled" -> "false") {
@@ -491,6 +487,14 @@ class EmberParquetScanSuite extends EmberQueryTest {
   }
 
   test("Spark 2.4 and 3.2 files with ancient dates and timestamps (Spark's own test-data), every read mode") {
+    // Files that name no zone are rebased in the JVM's default one, as the files were written in.
+    val default = java.util.TimeZone.getDefault
+    java.util.TimeZone.setDefault(java.util.TimeZone.getTimeZone("America/Los_Angeles"))
+    try spark24Files()
+    finally java.util.TimeZone.setDefault(default)
+  }
+
+  private def spark24Files(): Unit = {
     val versions = Seq("v2_4_5", "v2_4_6", "v3_2_0")
     val kinds =
       Seq("date", "timestamp_int96_dict", "timestamp_int96_plain", "timestamp_micros", "timestamp_millis")
@@ -509,21 +513,9 @@ class EmberParquetScanSuite extends EmberQueryTest {
               val df = spark.read.parquet(path)
               df.where(col(df.columns.head).isNotNull || col(df.columns.head).isNull)
             }
-            val timestamps = kind != "date"
-            // Spark 2.4.6+ and 3.x files say they were written in the hybrid calendar (LEGACY whatever the
-            // mode): their ancient timestamps are the native scan's known limit.
-            val forcedLegacy = version != "v2_4_5"
-            if (timestamps && forcedLegacy && mode != "LEGACY") {
-              val e = withEmber(enabled = true)(intercept[SparkException](query().collect()))
-              assert(messages(e).contains("legacy hybrid calendar"), s"$name/$mode: $e")
-            } else {
-              val result = sameOutcome(query, native = !(timestamps && mode == "LEGACY"))
-              // Spark's own expectations of these files.
-              assert(
-                result.isFailure == (version == "v2_4_5" && mode == "EXCEPTION"),
-                s"$name/$mode: $result"
-              )
-            }
+            val result = sameOutcome(query, native = true)
+            // Spark's own expectations of these files.
+            assert(result.isFailure == (version == "v2_4_5" && mode == "EXCEPTION"), s"$name/$mode: $result")
           }
         }
       }

@@ -24,8 +24,10 @@ import org.apache.spark.sql.catalyst.util.RebaseDateTime
 import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetUtils}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.util.Utils
 import org.apache.spark.sql.ember.serde.ExprSerde
 import org.ember.EmberConf
+import org.ember.jni.NativeLib
 import org.ember.proto
 
 /**
@@ -58,6 +60,9 @@ object NativeParquetScan {
       conf.getConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED) && ParquetUtils.hasFieldIds(scan.requiredSchema)
     )
       Some("columns matched by Parquet field id are read by Spark")
+    // Spark's test hook that reads every file as CORRECTED (its rebase suites prove files need rebasing).
+    else if (Utils.isTesting && conf.getConfString("spark.test.forceNoRebase", "") == "true")
+      Some("spark.test.forceNoRebase is set")
     else
       scan.requiredSchema.fields
         .collectFirst {
@@ -76,26 +81,15 @@ object NativeParquetScan {
 
   /**
    * Timestamp (with local time zone) reads the native reader cannot do exactly: INT96 values shifted to the
-   * session time zone, and rebasing ancient timestamps from the hybrid calendar in LEGACY mode (that needs the
-   * JVM's time-zone rules; the native reader rebases only dates, and fails a file whose own metadata asks for
-   * a timestamp rebase it cannot do, naming the key that leaves the scan to Spark).
+   * session time zone. (LEGACY rebasing is the reader's, by Spark's own per-zone tables; the few values Spark
+   * rebases with the JVM's calendar instead fail the read, naming the key that leaves the scan to Spark.)
    */
   private def timestampsUnsupported(scan: FileSourceScanExec): Option[String] = {
     val conf = SQLConf.get
-    scan.requiredSchema.fields.find(_.dataType == TimestampType).flatMap { f =>
-      val options = new ParquetOptions(scan.relation.options, conf)
-      if (conf.isParquetINT96TimestampConversion)
-        Some(s"column ${f.name}: ${SQLConf.PARQUET_INT96_TIMESTAMP_CONVERSION.key} is true")
-      else if (
-        mode(options.datetimeRebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
-      )
-        Some(s"column ${f.name}: timestamps rebased in LEGACY mode are read by Spark")
-      else if (
-        mode(options.int96RebaseModeInRead) == proto.ParquetScanRebaseMode.PARQUET_SCAN_REBASE_MODE_LEGACY
-      )
-        Some(s"column ${f.name}: INT96 timestamps rebased in LEGACY mode are read by Spark")
-      else None
-    }
+    scan.requiredSchema.fields
+      .find(_.dataType == TimestampType)
+      .filter(_ => conf.isParquetINT96TimestampConversion)
+      .map(f => s"column ${f.name}: ${SQLConf.PARQUET_INT96_TIMESTAMP_CONVERSION.key} is true")
   }
 
   private def mode(policy: String): proto.ParquetScanRebaseMode =
@@ -237,10 +231,38 @@ object NativeParquetScan {
     }
     val sc = scan.session.sparkContext
     if (tasks.isEmpty) return sc.emptyRDD[InputIterator]
+    val timestamps = scan.requiredSchema.exists(_.dataType == TimestampType)
     sc.parallelize(tasks, tasks.size).mapPartitions { it =>
       val (task, splits) = it.next()
       metrics.splitsRead += splits
-      Iterator(InputIterator.Parquet(new ParquetSource(task, metrics)))
+      if (timestamps) JulianRebaseTables.register()
+      // The zone Spark rebases LEGACY timestamps in is this executor's default (RebaseSpec.timeZone).
+      val local = proto.ParquetScanTask
+        .parseFrom(task)
+        .toBuilder
+        .setDefaultTimeZone(java.util.TimeZone.getDefault.getID)
+        .build()
+      Iterator(InputIterator.Parquet(new ParquetSource(local.toByteArray, metrics)))
     }
   }
+}
+
+/** Spark's rebase tables for LEGACY Parquet timestamps, handed to the engine once per JVM. */
+private object JulianRebaseTables {
+  private lazy val registered: Unit = {
+    val tables = proto.JulianRebaseTables.newBuilder()
+    RebaseDateTime.loadRebaseRecords("julian-gregorian-rebase-micros.json").foreach { case (zone, info) =>
+      tables.addZones(
+        proto.JulianRebaseTable
+          .newBuilder()
+          .setZone(zone)
+          .addAllSwitches(info.switches.toSeq.map(Long.box).asJava)
+          .addAllDiffs(info.diffs.toSeq.map(Long.box).asJava)
+      )
+    }
+    NativeLib.load()
+    NativeLib.registerJulianRebase(tables.build().toByteArray)
+  }
+
+  def register(): Unit = registered
 }
