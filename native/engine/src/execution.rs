@@ -83,7 +83,11 @@ impl NativePlan {
         )?);
 
         let mut planner = Planner::new(inputs);
-        let root = crate::planner::expr::with_jdk_feature(config.jdk_feature, || planner.create_plan(root_op))?;
+        let context = crate::planner::expr::PlanContext {
+            jdk_feature: config.jdk_feature,
+            partition_index: task.partition_index,
+        };
+        let root = crate::planner::expr::with_plan_context(context, || planner.create_plan(root_op))?;
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 

@@ -9,6 +9,7 @@ pub mod functions;
 pub mod hash;
 pub mod logical;
 pub mod mode;
+pub mod nondeterministic;
 pub mod normalize;
 pub mod query_context;
 pub mod sum_avg;

@@ -32,6 +32,13 @@ fn child(e: &Option<Box<pb::Expr>>, schema: &Schema, what: &str) -> Result<Physi
 /// level of nesting) then needs little stack per level even in a debug build, where one function holding every
 /// kind's locals took about 16 KiB per level (`tests/engine/deep_expressions.rs`).
 pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
+    let out = create_kind(expr, schema);
+    // The arguments after this one are not evaluated on every row.
+    EVERY_ROW.with(|c| c.set(false));
+    out
+}
+
+fn create_kind(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
     let kind = expr.kind.as_ref().ok_or_else(|| plan_error("expression kind not set"))?;
     match kind {
         Kind::Column(c) => column_expr(c, schema),
@@ -230,24 +237,59 @@ fn normalize_float_expr(n: &pb::NormalizeFloat, schema: &Schema) -> Result<Physi
     })
 }
 
-thread_local! {
-    /// The JVM version the plan being built must match (`ExecConfig.jdk_feature`, 0: none): a property of the
-    /// whole plan that casts and some functions read ([`jdk_feature`]), set around planning by
-    /// [`with_jdk_feature`] rather than passed through every expression's builder.
-    static JDK_FEATURE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+/// What an expression's planning reads beside the proto: properties of the whole plan and task, set around
+/// planning by [`with_plan_context`] rather than passed through every expression's builder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanContext {
+    /// The JVM version the plan must match (`ExecConfig.jdk_feature`, 0: none), which casts and some functions
+    /// read.
+    pub jdk_feature: u32,
+    /// The partition of the block's RDD the task computes (`TaskSettings.partition_index`): Spark's
+    /// `partitionIndex`, which its nondeterministic expressions start from.
+    pub partition_index: i32,
 }
 
-/// Runs `f` (which plans expressions) for a JVM of major version `jdk_feature` (0: no JVM to match).
-pub fn with_jdk_feature<T>(jdk_feature: u32, f: impl FnOnce() -> T) -> T {
-    let before = JDK_FEATURE.with(|c| c.replace(jdk_feature));
+thread_local! {
+    static PLAN_CONTEXT: std::cell::Cell<PlanContext> = const {
+        std::cell::Cell::new(PlanContext { jdk_feature: 0, partition_index: 0 })
+    };
+    /// Whether the expression being planned is evaluated on every row of its operator's input, as Spark
+    /// evaluates a nondeterministic expression (`rand`, `monotonically_increasing_id`) for its sequence of
+    /// values to be Spark's: a projection's expression ([`with_every_row`]) and, below it, each first argument
+    /// (Catalyst evaluates an expression's first argument whenever it evaluates the expression; the others
+    /// maybe not: AND, CASE, a null-intolerant operator's shortcut). [`create_expr`] clears it after each
+    /// expression it plans, so that an argument after the first sees it cleared (arguments are planned in
+    /// Catalyst's order).
+    static EVERY_ROW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (which plans expressions) in `context`.
+pub fn with_plan_context<T>(context: PlanContext, f: impl FnOnce() -> T) -> T {
+    let before = PLAN_CONTEXT.with(|c| c.replace(context));
     let out = f();
-    JDK_FEATURE.with(|c| c.set(before));
+    PLAN_CONTEXT.with(|c| c.set(before));
     out
 }
 
 /// The JVM version the plan being built must match (0: no JVM to match).
 pub(super) fn jdk_feature() -> u32 {
-    JDK_FEATURE.with(|c| c.get())
+    PLAN_CONTEXT.with(|c| c.get().jdk_feature)
+}
+
+/// The partition index the task's nondeterministic expressions start from.
+pub(super) fn partition_index() -> i32 {
+    PLAN_CONTEXT.with(|c| c.get().partition_index)
+}
+
+/// Plans `expr` as one evaluated on every row of the operator's input (a projection's expression).
+pub(super) fn create_every_row_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
+    EVERY_ROW.with(|c| c.set(true));
+    create_expr(expr, schema)
+}
+
+/// Whether the expression whose planning has just begun is evaluated on every row (see `EVERY_ROW`).
+pub(super) fn every_row() -> bool {
+    EVERY_ROW.with(|c| c.get())
 }
 
 fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {

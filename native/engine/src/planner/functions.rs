@@ -11,7 +11,7 @@ use datafusion_physical_expr::expressions::Literal;
 use ember_proto as pb;
 use pb::expr::Kind;
 
-use super::expr::{create_expr, eval_mode, jdk_feature, PhysicalExprRef};
+use super::expr::{create_expr, eval_mode, every_row, jdk_feature, partition_index, PhysicalExprRef};
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
@@ -203,6 +203,9 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         ("e", true, DataType::Float64) => return Ok(Arc::new(Literal::new(ScalarValue::Float64(Some(E))))),
         ("pi", true, DataType::Float64) => return Ok(Arc::new(Literal::new(ScalarValue::Float64(Some(PI))))),
         _ => {}
+    }
+    if let Some(e) = nondeterministic(f, &return_type)? {
+        return Ok(e);
     }
     let mode = eval_mode(f.eval_mode)?;
     let args = f.args.iter().map(|a| create_expr(a, schema)).collect::<Result<Vec<_>>>()?;
@@ -821,6 +824,34 @@ fn is_int(t: &DataType) -> bool {
 }
 
 /// Argument `i` as an INT literal (`round`'s scale, which Spark requires to be foldable); `None` for NULL.
+/// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates
+/// them on every row; None for any other function.
+fn nondeterministic(f: &pb::ScalarFunction, return_type: &DataType) -> Result<Option<PhysicalExprRef>> {
+    use crate::expressions::nondeterministic::{Nondeterministic as N, NondeterministicExpr};
+    // The seed Spark resolved (RDG.seed: the literal as a long, NULL as 0), sent as a BIGINT literal.
+    let seed = || match f.args.first().and_then(|a| a.kind.as_ref()) {
+        Some(Kind::Literal(l)) => match to_scalar(l)? {
+            ScalarValue::Int64(v) if f.args.len() == 1 => Ok(v.unwrap_or(0)),
+            other => Err(plan_error(format!("{} with seed {other:?}", f.name))),
+        },
+        _ => Err(plan_error(format!("{} without a literal seed", f.name))),
+    };
+    let kind = match (f.name.as_str(), return_type) {
+        ("spark_partition_id", DataType::Int32) if f.args.is_empty() => N::PartitionId,
+        ("monotonically_increasing_id", DataType::Int64) if f.args.is_empty() => N::MonotonicallyIncreasingId,
+        ("rand" | "random", DataType::Float64) => N::Rand { seed: seed()? },
+        ("randn", DataType::Float64) => N::Randn { seed: seed()? },
+        _ => return Ok(None),
+    };
+    if !every_row() {
+        return Err(plan_error(format!(
+            "{} where Spark may skip rows (only a projection's expression, or its first arguments, runs natively)",
+            f.name
+        )));
+    }
+    Ok(Some(Arc::new(NondeterministicExpr::new(kind, partition_index()))))
+}
+
 fn int_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<i32>> {
     match f.args.get(i).and_then(|a| a.kind.as_ref()) {
         Some(Kind::Literal(l)) => match to_scalar(l)? {

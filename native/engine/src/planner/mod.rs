@@ -47,7 +47,8 @@ pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
         let schema = schema.ok_or_else(|| plan_error(format!("no input #{i} in the operator")))?;
         inputs.push(Box::new(arrow::record_batch::RecordBatchIterator::new(std::iter::empty(), schema)));
     }
-    expr::with_jdk_feature(config.jdk_feature, || Planner::new(inputs).create_plan(op).map(|_| ()))
+    let context = expr::PlanContext { jdk_feature: config.jdk_feature, partition_index: 0 };
+    expr::with_plan_context(context, || Planner::new(inputs).create_plan(op).map(|_| ()))
 }
 
 fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {
@@ -110,7 +111,7 @@ impl Planner {
                     .exprs
                     .iter()
                     .zip(&p.names)
-                    .map(|(e, n)| Ok((expr::create_expr(e, &schema)?, n.clone())))
+                    .map(|(e, n)| Ok((expr::create_every_row_expr(e, &schema)?, n.clone())))
                     .collect::<Result<Vec<_>>>()?;
                 Arc::new(ProjectionExec::try_new(exprs, input)?)
             }

@@ -4,6 +4,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.reflect.ClassTag
 import scala.jdk.CollectionConverters._
 
+import org.apache.spark.TaskContext
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -180,7 +181,7 @@ object EmberBlock {
       }
     }
     val planBytes = withInputKinds(built.plan, kinds).toByteArray
-    def start(inputs: Seq[InputIterator]): Iterator[T] =
+    def start(partitionIndex: Int, inputs: Seq[InputIterator]): Iterator[T] =
       output(
         new NativePlanIterator(
           planBytes,
@@ -191,12 +192,16 @@ object EmberBlock {
           rowBatchBytes,
           metrics,
           nativeRowInput,
-          queryContexts
+          queryContexts,
+          partitionIndex
         )
       )
+    // The partition index Spark's whole-stage code would start nondeterministic expressions from: the input
+    // RDD's, or the task's partition for two zipped inputs.
     rdds match {
-      case Seq(one) => one.mapPartitionsInternal(it => start(taskInputs(Seq(it.next()))))
-      case Seq(a, b) => a.zipPartitions(b)((x, y) => start(taskInputs(Seq(x.next(), y.next()))))
+      case Seq(one) => one.mapPartitionsWithIndexInternal((i, it) => start(i, taskInputs(Seq(it.next()))))
+      case Seq(a, b) =>
+        a.zipPartitions(b)((x, y) => start(TaskContext.getPartitionId(), taskInputs(Seq(x.next(), y.next()))))
       case other =>
         throw new IllegalStateException(s"native plans reading ${other.size} RDD inputs are not supported")
     }

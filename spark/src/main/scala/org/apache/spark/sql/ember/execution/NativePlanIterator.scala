@@ -31,7 +31,8 @@ class NativePlanIterator(
     rowBatchBytes: Long,
     metrics: Seq[Map[String, SQLMetric]],
     nativeRowInput: Boolean,
-    queryContexts: Map[Int, QueryContext]
+    queryContexts: Map[Int, QueryContext],
+    partitionIndex: Int
 ) extends Iterator[ColumnarBatch]
     with AutoCloseable
     with Logging {
@@ -84,7 +85,8 @@ class NativePlanIterator(
 
   /**
    * What only the executor knows, beside the driver's plan bytes (never parsed here): spill files go to this
-   * executor's Spark local dirs; the task's ids for the native log.
+   * executor's Spark local dirs; the task's ids for the native log; the partition index its
+   * nondeterministic expressions start from.
    */
   private def taskSettings: proto.TaskSettings = {
     val dirs = SparkEnv.get.blockManager.diskBlockManager.localDirs.map(_.getAbsolutePath)
@@ -94,6 +96,7 @@ class NativePlanIterator(
       .setStageId(context.stageId())
       .setPartitionId(context.partitionId())
       .setTaskAttemptId(context.taskAttemptId())
+      .setPartitionIndex(partitionIndex)
       .build()
   }
 

@@ -79,6 +79,18 @@ object FunctionSerde {
     case other => Left(s"pmod of ${other.simpleString}")
   }
 
+  /** `rand` / `randn`: the seed Spark's `RDG.seed` resolves (the foldable seed as a long, NULL as 0). */
+  private def seed(e: Expression): Either[String, Seq[Expression]] = e match {
+    case r: RDG if r.seedExpression.foldable =>
+      val value = r.seedExpression.eval() match {
+        case i: Int => i.toLong
+        case l: Long => l
+        case _ => 0L
+      }
+      Right(Seq(Literal(value, LongType)))
+    case _ => Left(s"${e.prettyName} with a seed that is not a constant")
+  }
+
   /** The arguments as they are; the engine checks their types (its refusal is the fallback reason). */
   private def all(e: Expression): Either[String, Seq[Expression]] = Right(e.children)
 
@@ -366,6 +378,11 @@ object FunctionSerde {
       roundMode
     ),
     classOf[Factorial] -> Fn("factorial", "int", all),
+    // Nondeterministic: native in a projection, where Spark evaluates them on every row (docs/compatibility.md).
+    classOf[SparkPartitionID] -> Fn("spark_partition_id", "none (in a projection)", all),
+    classOf[MonotonicallyIncreasingID] -> Fn("monotonically_increasing_id", "none (in a projection)", all),
+    classOf[Rand] -> Fn("rand", "literal seed (in a projection)", seed, aliases = Set("random")),
+    classOf[Randn] -> Fn("randn", "literal seed (in a projection)", seed),
     classOf[WidthBucket] -> Fn("width_bucket", "double, double, double, bigint", all),
     classOf[Hex] -> Fn("hex", "bigint/string/binary", all),
     classOf[Unhex] -> Fn("unhex", "string", unhex),
