@@ -23,6 +23,7 @@ use crate::expressions::functions::codec::{
 use crate::expressions::functions::datetime::{
     DateAdd, DateDiff, DateField, DateName, ExtractDate, LastDay, TruncDate, UnixDate,
 };
+use crate::expressions::functions::datetime_format::{DatetimeFormat, FormatTimestamp};
 use crate::expressions::functions::math::{
     Abs, BinaryMath, BinaryMathFn, BitGet, BitOp, Bitwise, BitwiseNot, Conv, DoubleFn, Extremum, IsNaN, NaNvl, Pmod,
     Shift, ShiftOp, Transcendental, UnaryDouble, UnaryMath, WidthBucket, BIT_POSITION_RANGE,
@@ -488,6 +489,21 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
                 "unix_millis" => 1_000,
                 _ => 1,
             })),
+            _ => return Err(unsupported()),
+        },
+        "date_format" | "from_unixtime" => match sig {
+            ([Timestamp(_, _) | Int64, Utf8], Utf8) => {
+                let from_seconds = name == "from_unixtime";
+                if from_seconds != (types[0] == Int64) {
+                    return Err(unsupported());
+                }
+                let format = literal_string(f, 1)?
+                    .map(|p| {
+                        DatetimeFormat::compile(&p).map_err(|why| plan_error(format!("{name} pattern {p:?}: {why}")))
+                    })
+                    .transpose()?;
+                Arc::new(FormatTimestamp { format, zone: session_zone(f)?, from_seconds })
+            }
             _ => return Err(unsupported()),
         },
         "unix_timestamp" | "to_unix_timestamp" => match sig {

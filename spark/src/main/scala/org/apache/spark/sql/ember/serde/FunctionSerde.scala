@@ -2,7 +2,7 @@ package org.apache.spark.sql.ember.serde
 
 import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
 import org.apache.spark.sql.catalyst.expressions.objects.{Invoke, StaticInvoke}
-import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.internal.{LegacyBehaviorPolicy, SQLConf}
 import org.apache.spark.sql.types._
 import org.ember.proto
 
@@ -78,6 +78,17 @@ object FunctionSerde {
     case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => Right(e.children)
     case other => Left(s"pmod of ${other.simpleString}")
   }
+
+  /**
+   * `date_format` / `from_unixtime`: a literal pattern (the engine compiles it as Spark builds its formatter, or
+   * refuses it), under Spark's default java.time formatter (not `spark.sql.legacy.timeParserPolicy=LEGACY`).
+   */
+  private def datetimePattern(e: Expression): Either[String, Seq[Expression]] =
+    if (SQLConf.get.legacyTimeParserPolicy == LegacyBehaviorPolicy.LEGACY)
+      Left(s"${e.prettyName} under the LEGACY time parser policy")
+    else if (!e.children(1).isInstanceOf[Literal] || !binaryString(e.children(1).dataType))
+      Left(s"${e.prettyName} with a pattern that is not a string literal")
+    else Right(e.children)
 
   /** `rand` / `randn`: the seed Spark's `RDG.seed` resolves (the foldable seed as a long, NULL as 0). */
   private def seed(e: Expression): Either[String, Seq[Expression]] = e match {
@@ -513,6 +524,16 @@ object FunctionSerde {
       "to_unix_timestamp",
       "timestamp, timestamp_ntz, date (not strings)",
       unixTimestamp
+    ),
+    classOf[DateFormatClass] -> Fn(
+      "date_format",
+      "timestamp, literal pattern (see docs/compatibility.md)",
+      datetimePattern
+    ),
+    classOf[FromUnixTime] -> Fn(
+      "from_unixtime",
+      "bigint, literal pattern (see docs/compatibility.md)",
+      datetimePattern
     ),
     classOf[SecondsToTimestamp] -> Fn("timestamp_seconds", ints, all),
     classOf[MillisToTimestamp] -> Fn("timestamp_millis", ints, all),
