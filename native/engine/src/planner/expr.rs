@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use arithmetic::Op;
-use arrow::datatypes::Schema;
+use arrow::datatypes::{DataType, Schema};
 use datafusion_common::Result;
 use datafusion_expr::Operator;
 use datafusion_physical_expr::expressions::{
@@ -32,10 +32,36 @@ fn child(e: &Option<Box<pb::Expr>>, schema: &Schema, what: &str) -> Result<Physi
 /// level of nesting) then needs little stack per level even in a debug build, where one function holding every
 /// kind's locals took about 16 KiB per level (`tests/engine/deep_expressions.rs`).
 pub fn create_expr(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
-    let out = create_kind(expr, schema);
+    let top = EXPR_DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+    let out = create_kind(expr, schema).and_then(|e| arrays_stay_inside(expr, e, schema, top));
+    EXPR_DEPTH.with(|d| d.set(d.get() - 1));
     // The arguments after this one are not evaluated on every row.
     EVERY_ROW.with(|c| c.set(false));
     out
+}
+
+thread_local! {
+    /// How many `create_expr` calls are under way: 1 while an operator's own expression is planned.
+    static EXPR_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Arrays exist only between the functions that make and read them (`functions::array`): an operator's
+/// expression (`top`) never yields one, and only functions and NULL tests take one, so no comparison, hash,
+/// cast, key or aggregate ever meets an array.
+fn arrays_stay_inside(expr: &pb::Expr, e: PhysicalExprRef, schema: &Schema, top: bool) -> Result<PhysicalExprRef> {
+    let is_list = |t: DataType| matches!(t, DataType::List(_));
+    if top && is_list(e.data_type(schema)?) {
+        return Err(plan_error("an array value outside the functions that read it is not supported natively"));
+    }
+    let reads_arrays = matches!(expr.kind, Some(Kind::ScalarFunction(_) | Kind::IsNull(_) | Kind::IsNotNull(_)));
+    if !reads_arrays {
+        for c in e.children() {
+            if is_list(c.data_type(schema)?) {
+                return Err(plan_error("an array argument is not supported natively here"));
+            }
+        }
+    }
+    Ok(e)
 }
 
 fn create_kind(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {

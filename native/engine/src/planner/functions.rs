@@ -15,6 +15,9 @@ use super::expr::{create_expr, eval_mode, every_row, jdk_feature, partition_inde
 use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
+use crate::expressions::functions::array::{
+    comparable_element, ArrayExtremum, ArrayJoin, ArraySearch, CreateArray, ElementAt, Size, Split,
+};
 use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
 use crate::expressions::functions::codec::{
@@ -217,6 +220,11 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         plan_error(format!("function {name}({t}) returning {return_type} is not supported natively"))
     };
     use DataType::*;
+    // Arrays only reach the functions made for them (see `functions::array`).
+    let list = |t: &DataType| matches!(t, List(_));
+    if (types.iter().any(list) || list(&return_type)) && !ARRAY_FUNCTIONS.contains(&name) {
+        return Err(unsupported());
+    }
     let sig = (types.as_slice(), &return_type);
     let udf = |u| -> Result<Arc<dyn Kernel>> {
         match UdfKernel::new(u, &types, &return_type) {
@@ -489,6 +497,64 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
                 "unix_millis" => 1_000,
                 _ => 1,
             })),
+            _ => return Err(unsupported()),
+        },
+        "split" => match sig {
+            ([Utf8, Utf8, Int32], List(_)) => {
+                let regex = match literal_string(f, 1)? {
+                    None => None,
+                    Some(p) if p.is_empty() => Some(None),
+                    Some(_) => {
+                        let r = java_regex(f, 1)?.expect("a pattern");
+                        if r.matches_empty {
+                            return Err(plan_error("split with a pattern that can match the empty string"));
+                        }
+                        Some(Some(r))
+                    }
+                };
+                Arc::new(Split { regex })
+            }
+            _ => return Err(unsupported()),
+        },
+        "size" | "cardinality" => match sig {
+            ([List(_), Boolean], Int32) => Arc::new(Size {
+                legacy_size_of_null: bool_literal(f, 1)?.ok_or_else(|| plan_error("size without its NULL rule"))?,
+            }),
+            _ => return Err(unsupported()),
+        },
+        "element_at" | "array_item" => match sig {
+            ([List(e), Int32 | Int64], rt) if e.data_type() == rt => {
+                if name == "element_at" && types[1] != Int32 {
+                    return Err(unsupported());
+                }
+                Arc::new(ElementAt { one_based: name == "element_at", ansi: mode == Mode::Ansi })
+            }
+            _ => return Err(unsupported()),
+        },
+        "array_contains" | "array_position" => match sig {
+            ([List(e), v], Boolean | Int64) if e.data_type() == v && comparable_element(v) => {
+                let position = name == "array_position";
+                if (return_type == Int64) != position {
+                    return Err(unsupported());
+                }
+                Arc::new(ArraySearch { position })
+            }
+            _ => return Err(unsupported()),
+        },
+        "array_max" | "array_min" => match sig {
+            ([List(e)], rt) if e.data_type() == rt && comparable_element(rt) => {
+                Arc::new(ArrayExtremum { max: name == "array_max" })
+            }
+            _ => return Err(unsupported()),
+        },
+        "array_join" => match sig {
+            ([List(e), Utf8], Utf8) | ([List(e), Utf8, Utf8], Utf8) if e.data_type() == &Utf8 => Arc::new(ArrayJoin),
+            _ => return Err(unsupported()),
+        },
+        "array" => match sig {
+            (ts, List(field)) if !ts.is_empty() && ts.iter().all(|t| t == field.data_type()) => {
+                Arc::new(CreateArray { field: field.clone() })
+            }
             _ => return Err(unsupported()),
         },
         "date_format" | "from_unixtime" => match sig {
@@ -840,6 +906,21 @@ fn is_int(t: &DataType) -> bool {
 }
 
 /// Argument `i` as an INT literal (`round`'s scale, which Spark requires to be foldable); `None` for NULL.
+/// The functions that make or read arrays.
+const ARRAY_FUNCTIONS: &[&str] = &[
+    "split",
+    "size",
+    "cardinality",
+    "element_at",
+    "array_item",
+    "array_contains",
+    "array_position",
+    "array_max",
+    "array_min",
+    "array_join",
+    "array",
+];
+
 /// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates
 /// them on every row; None for any other function.
 fn nondeterministic(f: &pb::ScalarFunction, return_type: &DataType) -> Result<Option<PhysicalExprRef>> {

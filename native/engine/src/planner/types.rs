@@ -30,6 +30,14 @@ pub fn to_arrow_type(t: &pb::DataType) -> Result<DataType> {
         TypeId::Date => DataType::Date32,
         TypeId::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from(t.timezone.as_str()))),
         TypeId::TimestampNtz => DataType::Timestamp(TimeUnit::Microsecond, None),
+        TypeId::Array => {
+            let element =
+                to_arrow_type(t.element.as_deref().ok_or_else(|| plan_error("array without an element type"))?)?;
+            if matches!(element, DataType::List(_)) {
+                return Err(plan_error("arrays of arrays are not supported"));
+            }
+            DataType::List(crate::expressions::functions::array::element_field(element, t.contains_null))
+        }
         TypeId::TypeUnspecified => return Err(plan_error("data type not set")),
     })
 }
@@ -101,6 +109,22 @@ pub fn to_scalar(lit: &pb::Literal) -> Result<ScalarValue> {
             _ => return Err(plan_error("binary literal needs bytes_value")),
         },
         DataType::Null => ScalarValue::Null,
+        DataType::List(field) => match v {
+            Value::ArrayValue(a) => {
+                let elements = a.elements.iter().map(to_scalar).collect::<Result<Vec<_>>>()?;
+                let values = if elements.is_empty() {
+                    arrow::array::new_empty_array(field.data_type())
+                } else {
+                    ScalarValue::iter_to_array(elements)?
+                };
+                if values.data_type() != field.data_type() || (!field.is_nullable() && values.null_count() > 0) {
+                    return Err(plan_error(format!("array literal of {} for {field}", values.data_type())));
+                }
+                let offsets = arrow::buffer::OffsetBuffer::from_lengths([values.len()]);
+                ScalarValue::List(Arc::new(arrow::array::ListArray::try_new(field.clone(), offsets, values, None)?))
+            }
+            _ => return Err(plan_error("array literal needs array_value")),
+        },
         other => return Err(plan_error(format!("unsupported literal type {other}"))),
     })
 }

@@ -38,7 +38,7 @@ pub fn pb_type(dt: &DataType) -> pb::DataType {
         DataType::Timestamp(TimeUnit::Microsecond, None) => (TypeId::TimestampNtz, 0, 0, String::new()),
         other => panic!("no proto type for {other}"),
     };
-    pb::DataType { id: id as i32, precision, scale, timezone }
+    pb::DataType { id: id as i32, precision, scale, timezone, ..Default::default() }
 }
 
 pub fn pb_schema(schema: &SchemaRef) -> pb::Schema {

@@ -1,6 +1,6 @@
 //! Spark's built-in scalar functions behind one expression: [`FunctionExpr`] evaluates its arguments and hands
 //! them to a [`Kernel`] chosen by the planner (`planner/functions.rs`) from Spark's function name. Every kernel
-//! in `binary`, `case`, `codec`, `datetime`, `datetime_format`, `fdlibm`, `math`, `regex`, `rounding`, `string_edit`, `strings` and `timestamp` is Ember's own (each module says why
+//! in `array`, `binary`, `case`, `codec`, `datetime`, `datetime_format`, `fdlibm`, `math`, `regex`, `rounding`, `string_edit`, `strings` and `timestamp` is Ember's own (each module says why
 //! DataFusion's counterpart could not be used as it is); `udf` runs a DataFusion or `datafusion-spark` function
 //! proven equal to Spark's (`soundex`, `concat`, `concat_ws`, `sha1`, `sha2`, `crc32`, `bit_count`, …).
 use std::fmt;
@@ -13,6 +13,7 @@ use datafusion_common::Result;
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
 
+pub mod array;
 pub mod binary;
 pub mod case;
 pub mod codec;

@@ -59,6 +59,12 @@ impl JavaRegex {
         Ok(Self { regex, groups_repeated: t.groups_repeated, matches_empty, names: t.names })
     }
 
+    /// The first match in `text` at or after byte `pos` (the text before `pos` still seen by lookbehind), as
+    /// Java's `Matcher.find` continues.
+    pub fn find_from(&self, text: &str, pos: usize) -> Result<Option<(usize, usize)>> {
+        Ok(self.regex.find_from_pos(text, pos).map_err(|e| self.failed(e))?.map(|m| (m.start(), m.end())))
+    }
+
     fn failed(&self, e: fancy_regex::Error) -> DataFusionError {
         DataFusionError::Execution(format!("regular expression {}: {e}", self.regex.as_str()))
     }

@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.{Left => _, Right => _, _}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.unsafe.types.UTF8String
 import org.ember.{proto, EmberConf}
 
@@ -124,7 +125,7 @@ object ExprSerde {
 
   private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result = {
     val tz = SQLConf.get.sessionLocalTimeZone
-    def typ(dt: DataType) = TypeSerde.convert(dt, tz)
+    def typ(dt: DataType) = TypeSerde.convert(dt, tz, arrays = true)
     def rec(e: Expression) = convertUnchecked(e, input)
     def both(l: Expression, r: Expression)(f: (proto.Expr, proto.Expr) => proto.Expr): Result =
       for { a <- rec(l); b <- rec(r) } yield f(a, b)
@@ -375,7 +376,7 @@ object ExprSerde {
   def hashable(dt: DataType): Boolean = dt == NullType || ShuffleSerde.hashable(dt)
 
   def literal(value: Any, dt: DataType, tz: String): Either[String, proto.Literal] = {
-    TypeSerde.convert(dt, tz).flatMap { t =>
+    TypeSerde.convert(dt, tz, arrays = true).flatMap { t =>
       val b = proto.Literal.newBuilder().setType(t)
       if (value == null) return Right(b.setIsNull(true).build())
       (dt, value) match {
@@ -394,6 +395,15 @@ object ExprSerde {
         case (_: StringType, v: UTF8String) => Right(b.setStringValue(v.toString).build())
         case (BinaryType, v: Array[Byte]) =>
           Right(b.setBytesValue(com.google.protobuf.ByteString.copyFrom(v)).build())
+        case (ArrayType(element, _), v: ArrayData) =>
+          val elements = proto.ArrayValue.newBuilder()
+          (0 until v.numElements()).foreach { i =>
+            literal(if (v.isNullAt(i)) null else v.get(i, element), element, tz) match {
+              case Right(lit) => elements.addElements(lit)
+              case Left(why) => return Left(why)
+            }
+          }
+          Right(b.setArrayValue(elements).build())
         case _ => Left(s"literal of type ${dt.simpleString} is not supported")
       }
     }

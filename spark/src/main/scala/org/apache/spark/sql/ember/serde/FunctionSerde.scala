@@ -90,6 +90,29 @@ object FunctionSerde {
       Left(s"${e.prettyName} with a pattern that is not a string literal")
     else Right(e.children)
 
+  /** `split(str, regex, limit)` over UTF8_BINARY strings with a literal pattern (Spark 3+'s empty-regex rule). */
+  private def split(e: Expression): Either[String, Seq[Expression]] =
+    if (SQLConf.get.getConf(SQLConf.LEGACY_TRUNCATE_FOR_EMPTY_REGEX_SPLIT))
+      Left("split under the legacy truncation")
+    else if (!binaryString(e.children.head.dataType) || !binaryString(e.children(1).dataType))
+      Left("split of collated strings")
+    else if (!e.children(1).isInstanceOf[Literal]) Left("split with a non-literal pattern")
+    else Right(e.children)
+
+  /** `size` / `cardinality` of an array, with Spark's rule for a NULL array as a literal. */
+  private def size(e: Expression): Either[String, Seq[Expression]] = e match {
+    case s: Size if s.child.dataType.isInstanceOf[ArrayType] =>
+      Right(Seq(s.child, Literal(s.legacySizeOfNull)))
+    case _ => Left(s"${e.prettyName} of a map")
+  }
+
+  /** `element_at` of an array, without a default for an index out of bounds. */
+  private def elementAt(e: Expression): Either[String, Seq[Expression]] = e match {
+    case a: ElementAt if a.left.dataType.isInstanceOf[ArrayType] && a.defaultValueOutOfBound.isEmpty =>
+      Right(e.children)
+    case _ => Left("element_at of a map")
+  }
+
   /** `rand` / `randn`: the seed Spark's `RDG.seed` resolves (the foldable seed as a long, NULL as 0). */
   private def seed(e: Expression): Either[String, Seq[Expression]] = e match {
     case r: RDG if r.seedExpression.foldable =>
@@ -152,6 +175,8 @@ object FunctionSerde {
       case m: MakeDate => m.failOnError
       case l: Elt => l.failOnError
       case c: Conv => c.ansiEnabled
+      case a: ElementAt => a.failOnError
+      case a: GetArrayItem => a.failOnError
       case _ => false
     }
     if (fail) EvalMode.ANSI else EvalMode.LEGACY
@@ -525,6 +550,17 @@ object FunctionSerde {
       "timestamp, timestamp_ntz, date (not strings)",
       unixTimestamp
     ),
+    // Arrays inside an expression (docs/compatibility.md).
+    classOf[StringSplit] -> Fn("split", s"$stringTypes, literal Java pattern, int limit", split),
+    classOf[Size] -> Fn("size", "array", size, aliases = Set("cardinality")),
+    classOf[ElementAt] -> Fn("element_at", "array, int", elementAt, failOnError),
+    classOf[GetArrayItem] -> Fn("array_item", "array, int/bigint", all, failOnError),
+    classOf[ArrayContains] -> Fn("array_contains", "array of orderable scalars, value", all),
+    classOf[ArrayPosition] -> Fn("array_position", "array of orderable scalars, value", all),
+    classOf[ArrayMax] -> Fn("array_max", "array of orderable scalars", all),
+    classOf[ArrayMin] -> Fn("array_min", "array of orderable scalars", all),
+    classOf[ArrayJoin] -> Fn("array_join", s"array of $stringTypes, delimiter[, null replacement]", all),
+    classOf[CreateArray] -> Fn("array", "scalars of one type", all),
     classOf[DateFormatClass] -> Fn(
       "date_format",
       "timestamp, literal pattern (see docs/compatibility.md)",
@@ -553,6 +589,9 @@ object FunctionSerde {
   private def pad(e: Expression): Either[String, Seq[Expression]] =
     if (binaryString(e.children(2).dataType)) Right(e.children)
     else Left(s"${e.prettyName} with a ${e.children(2).dataType.simpleString} pad")
+
+  /** Expressions of the registry that Spark's function registry has no name for (`arr[i]`). */
+  val operators: Set[Class[_]] = Set(classOf[GetArrayItem])
 
   /** Class names of the expressions this registry converts. */
   def nativeClasses: Map[String, Fn] = registry.map { case (c, f) => c.getName -> f }

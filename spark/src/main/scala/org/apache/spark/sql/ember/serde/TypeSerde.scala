@@ -7,9 +7,17 @@ import org.ember.proto
 /** Spark data types → proto types (the Arrow types Spark's ArrowUtils maps them to), or why not. */
 object TypeSerde {
 
-  def convert(dt: DataType, timeZoneId: String): Either[String, proto.DataType] = {
+  /**
+   * `dt` as a proto type; with `arrays`, also an array of such elements, which exists only inside an
+   * expression (an operator's column never is one: [[schema]] refuses it).
+   */
+  def convert(dt: DataType, timeZoneId: String, arrays: Boolean = false): Either[String, proto.DataType] = {
     val b = proto.DataType.newBuilder()
     dt match {
+      case ArrayType(element, containsNull) if arrays && !element.isInstanceOf[ArrayType] =>
+        convert(element, timeZoneId).map(e =>
+          b.setId(proto.TypeId.ARRAY).setElement(e).setContainsNull(containsNull).build()
+        )
       case BooleanType => Right(b.setId(proto.TypeId.BOOLEAN).build())
       case ByteType => Right(b.setId(proto.TypeId.INT8).build())
       case ShortType => Right(b.setId(proto.TypeId.INT16).build())
