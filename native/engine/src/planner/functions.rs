@@ -16,7 +16,8 @@ use super::types::{required_type, to_scalar};
 use crate::error::plan_error;
 use crate::expressions::cast::FLOAT_TEXT_MIN_JDK;
 use crate::expressions::functions::array::{
-    comparable_element, ArrayExtremum, ArrayJoin, ArraySearch, CreateArray, ElementAt, Size, Split,
+    comparable_element, ArrayExtremum, ArrayJoin, ArrayRemove, ArraySearch, ArraySet, CreateArray, ElementAt,
+    RegexpExtractAll, SetOp, Size, Slice, SortArray, Split,
 };
 use crate::expressions::functions::binary::{Base64, LuhnCheck, Md5, UnBase64};
 use crate::expressions::functions::case::{Case, CaseMap, InitCap};
@@ -557,6 +558,68 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             }
             _ => return Err(unsupported()),
         },
+        "sort_array" => match sig {
+            ([List(e), Boolean], List(f)) if comparable_element(e.data_type()) => {
+                Arc::new(SortArray { field: f.clone() })
+            }
+            _ => return Err(unsupported()),
+        },
+        "array_remove" => match sig {
+            ([List(e), v], List(f)) if e.data_type() == v && comparable_element(v) => {
+                Arc::new(ArrayRemove { field: f.clone() })
+            }
+            _ => return Err(unsupported()),
+        },
+        "slice" => match sig {
+            ([List(_), Int32, Int32], List(f)) => Arc::new(Slice { field: f.clone() }),
+            _ => return Err(unsupported()),
+        },
+        "array_distinct" | "array_union" | "array_intersect" | "array_except" | "arrays_overlap" => {
+            let op = match name {
+                "array_distinct" => SetOp::Distinct,
+                "array_union" => SetOp::Union,
+                "array_intersect" => SetOp::Intersect,
+                "array_except" => SetOp::Except,
+                _ => SetOp::Overlap,
+            };
+            // Spark hashes floats with its own -0.0 / NaN rules: those stay in Spark.
+            let hashed = |t: &DataType| comparable_element(t) && !matches!(t, Float32 | Float64);
+            let field = match (types.as_slice(), &return_type, op) {
+                ([List(e)], List(f), SetOp::Distinct) if hashed(e.data_type()) => Some(f.clone()),
+                ([List(a), List(b)], List(f), _) if a.data_type() == b.data_type() && hashed(a.data_type()) => {
+                    Some(f.clone())
+                }
+                ([List(a), List(b)], Boolean, SetOp::Overlap)
+                    if a.data_type() == b.data_type() && hashed(a.data_type()) =>
+                {
+                    None
+                }
+                _ => return Err(unsupported()),
+            };
+            Arc::new(ArraySet { op, field })
+        }
+        "regexp_extract_all" => match sig {
+            ([Utf8, Utf8, Int32], List(_)) => {
+                let regex = java_regex(f, 1)?;
+                let idx = int_literal(f, 2)?.ok_or_else(|| plan_error("regexp_extract_all with a NULL index"))?;
+                if let Some(r) = &regex {
+                    if idx < 0 || idx as usize > r.groups() {
+                        return Err(plan_error(format!(
+                            "regexp_extract_all of group {idx} of a pattern with {} groups (Spark raises the error)",
+                            r.groups()
+                        )));
+                    }
+                    if idx > 0 && r.groups_repeated {
+                        return Err(plan_error("regexp_extract_all of a group inside a repeated group"));
+                    }
+                    if r.matches_empty {
+                        return Err(plan_error("regexp_extract_all with a pattern that can match the empty string"));
+                    }
+                }
+                Arc::new(RegexpExtractAll { regex, group: idx.max(0) as usize })
+            }
+            _ => return Err(unsupported()),
+        },
         "date_format" | "from_unixtime" => match sig {
             ([Timestamp(_, _) | Int64, Utf8], Utf8) => {
                 let from_seconds = name == "from_unixtime";
@@ -919,6 +982,15 @@ const ARRAY_FUNCTIONS: &[&str] = &[
     "array_min",
     "array_join",
     "array",
+    "sort_array",
+    "array_remove",
+    "slice",
+    "array_distinct",
+    "array_union",
+    "array_intersect",
+    "array_except",
+    "arrays_overlap",
+    "regexp_extract_all",
 ];
 
 /// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates

@@ -398,3 +398,335 @@ impl Kernel for CreateArray {
         Ok(Arc::new(ListArray::try_new(self.field.clone(), offsets, make_array(values.freeze()), None)?))
     }
 }
+
+/// Output arrays assembled from elements picked out of source arrays.
+struct ListOut<'a> {
+    data: MutableArrayData<'a>,
+    offsets: Vec<i32>,
+    valid: Vec<bool>,
+    len: i32,
+}
+
+impl<'a> ListOut<'a> {
+    fn new(sources: Vec<&'a arrow::array::ArrayData>, rows: usize) -> Self {
+        Self { data: MutableArrayData::new(sources, true, rows), offsets: vec![0], valid: Vec::new(), len: 0 }
+    }
+
+    fn pick(&mut self, source: usize, index: usize) -> Result<()> {
+        self.len += 1;
+        Ok(self.data.try_extend(source, index, index + 1)?)
+    }
+
+    fn null_element(&mut self) -> Result<()> {
+        self.len += 1;
+        Ok(self.data.try_extend_nulls(1)?)
+    }
+
+    fn end_row(&mut self, valid: bool) {
+        self.offsets.push(self.len);
+        self.valid.push(valid);
+    }
+
+    fn finish(self, field: &FieldRef) -> Result<ArrayRef> {
+        let values = make_array(self.data.freeze());
+        let list =
+            ListArray::try_new(field.clone(), OffsetBuffer::new(self.offsets.into()), values, Some(self.valid.into()))?;
+        Ok(Arc::new(list))
+    }
+}
+
+/// `sort_array(array, ascending)`: Java's stable sort by Spark's ordering, NULLs first ascending and last
+/// descending; NULL for a NULL array or order.
+#[derive(Debug)]
+pub struct SortArray {
+    pub field: FieldRef,
+}
+
+impl Kernel for SortArray {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (l, asc) = (lists(&args[0])?, args[1].as_boolean());
+        let values = l.values();
+        let data = values.to_data();
+        let mut out = ListOut::new(vec![&data], l.len());
+        let mut order: Vec<usize> = Vec::new();
+        for i in 0..l.len() {
+            if l.is_null(i) || asc.is_null(i) {
+                out.end_row(false);
+                continue;
+            }
+            let start = l.value_offsets()[i] as usize;
+            order.clear();
+            order.extend(start..start + l.value_length(i) as usize);
+            let ascending = asc.value(i);
+            order.sort_by(|&a, &b| {
+                let o = match (values.is_null(a), values.is_null(b)) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Less,
+                    (false, true) => Ordering::Greater,
+                    _ => compare(values.as_ref(), a, values.as_ref(), b),
+                };
+                if ascending {
+                    o
+                } else {
+                    o.reverse()
+                }
+            });
+            for &j in &order {
+                out.pick(0, j)?;
+            }
+            out.end_row(true);
+        }
+        out.finish(&self.field)
+    }
+}
+
+/// `array_remove(array, value)`: the elements not equal to `value` (NULL elements kept); NULL for a NULL array
+/// or value.
+#[derive(Debug)]
+pub struct ArrayRemove {
+    pub field: FieldRef,
+}
+
+impl Kernel for ArrayRemove {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (l, v) = (lists(&args[0])?, &args[1]);
+        let values = l.values();
+        let data = values.to_data();
+        let mut out = ListOut::new(vec![&data], l.len());
+        for i in 0..l.len() {
+            if l.is_null(i) || v.is_null(i) {
+                out.end_row(false);
+                continue;
+            }
+            let start = l.value_offsets()[i] as usize;
+            for j in start..start + l.value_length(i) as usize {
+                if values.is_null(j) || compare(values.as_ref(), j, v.as_ref(), i) != Ordering::Equal {
+                    out.pick(0, j)?;
+                }
+            }
+            out.end_row(true);
+        }
+        out.finish(&self.field)
+    }
+}
+
+/// `slice(array, start, length)`: 1-based `start` (negative from the end), `INVALID_PARAMETER_VALUE.START` for
+/// 0 and `.LENGTH` for a negative length; empty when `start` is outside the array.
+#[derive(Debug)]
+pub struct Slice {
+    pub field: FieldRef,
+}
+
+impl Kernel for Slice {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let l = lists(&args[0])?;
+        let (starts, lengths) = (
+            args[1].as_primitive::<arrow::datatypes::Int32Type>(),
+            args[2].as_primitive::<arrow::datatypes::Int32Type>(),
+        );
+        let param = |class: &str, extra: Option<(&str, String)>| {
+            let mut params = vec![
+                ("parameter", if class.ends_with("START") { "`start`" } else { "`length`" }.to_string()),
+                ("functionName", "`slice`".to_string()),
+            ];
+            params.extend(extra);
+            SparkError::new(SparkExceptionKind::Runtime, class, &params).into_datafusion()
+        };
+        let values = l.values();
+        let data = values.to_data();
+        let mut out = ListOut::new(vec![&data], l.len());
+        for i in 0..l.len() {
+            if l.is_null(i) || starts.is_null(i) || lengths.is_null(i) {
+                out.end_row(false);
+                continue;
+            }
+            let (start, length, n) = (starts.value(i), lengths.value(i), l.value_length(i));
+            let from = match start {
+                0 => return Err(param("INVALID_PARAMETER_VALUE.START", None)),
+                s if s < 0 => s.wrapping_add(n),
+                s => s - 1,
+            };
+            if length < 0 {
+                return Err(param("INVALID_PARAMETER_VALUE.LENGTH", Some(("length", length.to_string()))));
+            }
+            if from >= 0 && from < n {
+                // Scala's `slice(from, from + length)`, the end wrapping as Java's int sum does.
+                let until = from.wrapping_add(length).clamp(from, n);
+                let base = l.value_offsets()[i] as usize;
+                for j in from..until {
+                    out.pick(0, base + j as usize)?;
+                }
+            }
+            out.end_row(true);
+        }
+        out.finish(&self.field)
+    }
+}
+
+/// Each value of `values` as bytes that are equal exactly when Spark's values are (non-float scalars).
+fn value_keys(values: &ArrayRef) -> Result<arrow::row::Rows> {
+    let converter = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(values.data_type().clone())])?;
+    Ok(converter.convert_columns(&[values.clone()])?)
+}
+
+/// The set functions over elements Spark hashes (not floats, whose -0.0 / NaN rules differ between its paths):
+/// `array_distinct(a)`, `array_union(a, b)`, `array_intersect(a, b)`, `array_except(a, b)` — each element
+/// once, in first-occurrence order, one NULL at most — and `arrays_overlap(a, b)` (true on a common non-NULL
+/// element, else NULL when both are non-empty and one holds a NULL, else false). NULL for a NULL array.
+#[derive(Debug)]
+pub struct ArraySet {
+    pub op: SetOp,
+    pub field: Option<FieldRef>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Distinct,
+    Union,
+    Intersect,
+    Except,
+    Overlap,
+}
+
+impl Kernel for ArraySet {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let a = lists(&args[0])?;
+        let b = if self.op == SetOp::Distinct { a } else { lists(&args[1])? };
+        let (av, bv) = (a.values(), b.values());
+        let (ak, bk) = (value_keys(av)?, value_keys(bv)?);
+        let (ad, bd) = (av.to_data(), bv.to_data());
+        let mut out = ListOut::new(vec![&ad, &bd], a.len());
+        let mut overlaps = Vec::with_capacity(a.len());
+        let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        let mut other: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        let range = |l: &ListArray, i: usize| {
+            let s = l.value_offsets()[i] as usize;
+            s..s + l.value_length(i) as usize
+        };
+        for i in 0..a.len() {
+            if a.is_null(i) || b.is_null(i) {
+                out.end_row(false);
+                overlaps.push(None);
+                continue;
+            }
+            seen.clear();
+            other.clear();
+            let mut null_seen = false;
+            match self.op {
+                SetOp::Distinct | SetOp::Union => {
+                    let sources: &[(usize, &ListArray, &arrow::row::Rows)] =
+                        if self.op == SetOp::Union { &[(0, a, &ak), (1, b, &bk)] } else { &[(0, a, &ak)] };
+                    for (src, l, keys) in sources {
+                        for j in range(l, i) {
+                            if l.values().is_null(j) {
+                                if !null_seen {
+                                    null_seen = true;
+                                    out.null_element()?;
+                                }
+                            } else if seen.insert(keys.row(j).data()) {
+                                out.pick(*src, j)?;
+                            }
+                        }
+                    }
+                }
+                SetOp::Intersect | SetOp::Except | SetOp::Overlap => {
+                    let mut other_null = false;
+                    for j in range(b, i) {
+                        if bv.is_null(j) {
+                            other_null = true;
+                        } else {
+                            other.insert(bk.row(j).data());
+                        }
+                    }
+                    if self.op == SetOp::Overlap {
+                        let (na, nb) = (a.value_length(i), b.value_length(i));
+                        let mut has_null = other_null && na > 0;
+                        let mut hit = false;
+                        if na > 0 && nb > 0 {
+                            for j in range(a, i) {
+                                if av.is_null(j) {
+                                    has_null = true;
+                                } else if other.contains(ak.row(j).data()) {
+                                    hit = true;
+                                    break;
+                                }
+                            }
+                        }
+                        overlaps.push(if hit {
+                            Some(true)
+                        } else if has_null && na > 0 && nb > 0 {
+                            None
+                        } else {
+                            Some(false)
+                        });
+                        out.end_row(true);
+                        continue;
+                    }
+                    let keep_in_other = self.op == SetOp::Intersect;
+                    let nonempty = self.op == SetOp::Except || (a.value_length(i) > 0 && b.value_length(i) > 0);
+                    if nonempty {
+                        for j in range(a, i) {
+                            if av.is_null(j) {
+                                if other_null == keep_in_other && !null_seen {
+                                    null_seen = true;
+                                    out.null_element()?;
+                                }
+                            } else {
+                                let k = ak.row(j).data();
+                                if other.contains(k) == keep_in_other && seen.insert(k) {
+                                    out.pick(0, j)?;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            out.end_row(true);
+        }
+        match (&self.field, self.op) {
+            (_, SetOp::Overlap) => Ok(Arc::new(overlaps.into_iter().collect::<BooleanArray>())),
+            (Some(f), _) => out.finish(f),
+            (None, _) => internal_err!("array set function without its result type"),
+        }
+    }
+}
+
+/// `regexp_extract_all(str, regex, idx)`: group `idx` of every match (an unmatched optional group as ""); the
+/// planner refuses patterns that can match "" and group indexes out of range.
+#[derive(Debug)]
+pub struct RegexpExtractAll {
+    pub regex: Option<Arc<JavaRegex>>,
+    pub group: usize,
+}
+
+impl Kernel for RegexpExtractAll {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let s = args[0].as_string::<i32>();
+        let mut values = StringBuilder::new();
+        let mut offsets = vec![0i32];
+        let mut valid = Vec::with_capacity(s.len());
+        let mut count = 0i32;
+        for i in 0..s.len() {
+            let (Some(re), Some(v)) = (&self.regex, s.is_valid(i).then(|| s.value(i))) else {
+                valid.push(false);
+                offsets.push(count);
+                continue;
+            };
+            let mut last = 0;
+            while let Some((_, end, group)) = re.group_from(v, last, self.group)? {
+                values.append_value(group.unwrap_or(""));
+                count += 1;
+                last = end;
+            }
+            valid.push(true);
+            offsets.push(count);
+        }
+        let list = ListArray::try_new(
+            element_field(DataType::Utf8, true),
+            OffsetBuffer::new(offsets.into()),
+            Arc::new(values.finish()),
+            Some(valid.into()),
+        )?;
+        Ok(Arc::new(list))
+    }
+}

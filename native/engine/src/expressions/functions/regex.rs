@@ -65,6 +65,20 @@ impl JavaRegex {
         Ok(self.regex.find_from_pos(text, pos).map_err(|e| self.failed(e))?.map(|m| (m.start(), m.end())))
     }
 
+    /// The first match at or after byte `pos`: its start, end and group `group` (None when it did not take part).
+    pub fn group_from<'t>(
+        &self,
+        text: &'t str,
+        pos: usize,
+        group: usize,
+    ) -> Result<Option<(usize, usize, Option<&'t str>)>> {
+        let caps = self.regex.captures_from_pos(text, pos).map_err(|e| self.failed(e))?;
+        Ok(caps.map(|c| {
+            let m = c.get(0).expect("group 0");
+            (m.start(), m.end(), c.get(group).map(|g| g.as_str()))
+        }))
+    }
+
     fn failed(&self, e: fancy_regex::Error) -> DataFusionError {
         DataFusionError::Execution(format!("regular expression {}: {e}", self.regex.as_str()))
     }

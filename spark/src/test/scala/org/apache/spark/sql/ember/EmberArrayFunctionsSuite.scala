@@ -103,6 +103,51 @@ class EmberArrayFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test("arrays made from arrays: sort, remove, slice, set functions, regexp_extract_all") {
+    bothAnsiModes { _ =>
+      val parts = split(col("s"), "[,; ]")
+      val ints =
+        array(col("i") % 4, lit(2), when(col("i") % 5 === 0, lit(null)).otherwise(col("i") % 3), lit(1))
+      native(
+        array_join(sort_array(parts), "|").as("s1"),
+        array_join(sort_array(parts, asc = false), "|").as("s2"),
+        array_join(array_sort(parts), "|").as("s3"),
+        array_position(sort_array(array(col("d"), lit(-0.0), lit(Double.NaN), lit(0.0))), lit(0.0)).as("s4"),
+        element_at(sort_array(ints, asc = false), 4).as("s5"),
+        array_join(array_remove(parts, "a"), "|").as("r1"),
+        size(array_remove(ints, 2)).as("r2"),
+        array_join(slice(parts, 2, 2), "|").as("l1"),
+        array_join(slice(parts, -2, 5), "|").as("l2"),
+        size(slice(ints, 5, 1)).as("l3"),
+        array_join(array_distinct(parts), "|").as("d1"),
+        array_join(array_union(parts, split(col("s"), "b")), "|").as("u1"),
+        size(array_union(ints, array(lit(null).cast("int"), lit(7)))).as("u2"),
+        array_join(array_intersect(parts, array(lit("a"), lit("b"), lit(""))), "|").as("i1"),
+        array_position(array_intersect(ints, array(lit(1), lit(null).cast("int"), lit(2))), 2).as("i2"),
+        array_join(array_except(parts, array(lit("a"))), "|").as("e1"),
+        size(array_except(ints, array(lit(2)))).as("e2"),
+        arrays_overlap(parts, array(lit("b"), lit("x"))).as("o1"),
+        arrays_overlap(ints, array(lit(9), lit(null).cast("int"))).as("o2"),
+        arrays_overlap(ints, array(lit(3))).as("o3"),
+        array_join(regexp_extract_all(col("s"), lit("([a-z])(\\d)?"), lit(1)), "|").as("x1"),
+        array_join(regexp_extract_all(col("s"), lit("[a-z]+(\\d)?"), lit(1)), "|").as("x2"),
+        size(regexp_extract_all(col("s"), lit("é|😀"), lit(0))).as("x3")
+      )
+      for (start <- Seq(0)) {
+        checkSparkErrorAndNative(
+          data.select(col("i"), size(slice(split(col("s"), ","), start, 1))),
+          Seq(cls[EmberProjectExec]),
+          exactParameters = true
+        )
+      }
+      checkSparkErrorAndNative(
+        data.select(col("i"), size(slice(split(col("s"), ","), 1, -1))),
+        Seq(cls[EmberProjectExec]),
+        exactParameters = true
+      )
+    }
+  }
+
   test("an array leaving its expression, compared or split by an empty-matching pattern stays in Spark") {
     val small =
       () => spark.range(0, 20, 1, 2).selectExpr("cast(id as string) || ',x' as s", "cast(id as int) as i")

@@ -561,6 +561,19 @@ object FunctionSerde {
     classOf[ArrayMin] -> Fn("array_min", "array of orderable scalars", all),
     classOf[ArrayJoin] -> Fn("array_join", s"array of $stringTypes, delimiter[, null replacement]", all),
     classOf[CreateArray] -> Fn("array", "scalars of one type", all),
+    classOf[SortArray] -> Fn("sort_array", "array of orderable scalars, boolean", all),
+    classOf[ArrayRemove] -> Fn("array_remove", "array of orderable scalars, value", all),
+    classOf[Slice] -> Fn("slice", "array, int, int", all),
+    classOf[ArrayDistinct] -> Fn("array_distinct", "array of orderable scalars but float/double", all),
+    classOf[ArrayUnion] -> Fn("array_union", "arrays of orderable scalars but float/double", all),
+    classOf[ArrayIntersect] -> Fn("array_intersect", "arrays of orderable scalars but float/double", all),
+    classOf[ArrayExcept] -> Fn("array_except", "arrays of orderable scalars but float/double", all),
+    classOf[ArraysOverlap] -> Fn("arrays_overlap", "arrays of orderable scalars but float/double", all),
+    classOf[RegExpExtractAll] -> Fn(
+      "regexp_extract_all",
+      s"$stringTypes, literal Java pattern and group index",
+      regexp
+    ),
     classOf[DateFormatClass] -> Fn(
       "date_format",
       "timestamp, literal pattern (see docs/compatibility.md)",
