@@ -566,7 +566,7 @@ impl Kernel for Slice {
 /// Each value of `values` as bytes that are equal exactly when Spark's values are (non-float scalars).
 fn value_keys(values: &ArrayRef) -> Result<arrow::row::Rows> {
     let converter = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(values.data_type().clone())])?;
-    Ok(converter.convert_columns(&[values.clone()])?)
+    Ok(converter.convert_columns(std::slice::from_ref(values))?)
 }
 
 /// The set functions over elements Spark hashes (not floats, whose -0.0 / NaN rules differ between its paths):
