@@ -1,5 +1,6 @@
 //! Spark's nondeterministic expressions, whose values depend on the task's partition and on the rows evaluated
-//! before them: `spark_partition_id()`, `monotonically_increasing_id()`, `rand(seed)` and `randn(seed)`. Each
+//! before them: `spark_partition_id()`, `monotonically_increasing_id()`, `rand(seed)`, `randn(seed)`,
+//! `randstr(length, seed)`, `uuid()` and `shuffle(array)`. Each
 //! keeps Spark's per-partition state, started from the partition index the task computes, and advances it by
 //! one value per row of each batch it evaluates; the planner takes them only where Spark evaluates them on every
 //! row (`planner::expr::every_row`), so the sequence of values is Spark's.
@@ -11,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array};
 use arrow::datatypes::{DataType, Schema};
 use arrow::record_batch::RecordBatch;
-use datafusion_common::Result;
+use datafusion_common::{DataFusionError, Result};
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
 
@@ -27,6 +28,13 @@ pub enum Nondeterministic {
     Rand { seed: i64 },
     /// `Randn`: `XORShiftRandom(seed + partitionIndex).nextGaussian()` per row.
     Randn { seed: i64 },
+    /// `RandStr`: `length` characters of 0-9a-zA-Z, one `XORShiftRandom.nextInt()` each.
+    RandStr { length: i32, seed: i64 },
+    /// `Uuid`: `RandomUUIDGenerator(seed + partitionIndex)` (commons-math3's MersenneTwister), a version 4 UUID.
+    Uuid { seed: i64 },
+    /// `Shuffle`: the array's elements in `RandomIndicesGenerator(seed + partitionIndex)`'s order; a NULL array
+    /// takes no numbers.
+    Shuffle { seed: i64 },
 }
 
 impl Nondeterministic {
@@ -36,6 +44,9 @@ impl Nondeterministic {
             Self::MonotonicallyIncreasingId => "monotonically_increasing_id",
             Self::Rand { .. } => "rand",
             Self::Randn { .. } => "randn",
+            Self::RandStr { .. } => "randstr",
+            Self::Uuid { .. } => "uuid",
+            Self::Shuffle { .. } => "shuffle",
         }
     }
 }
@@ -62,6 +73,11 @@ impl XorShiftRandom {
     }
 
     /// `java.util.Random.nextDouble`: 53 random bits scaled to [0, 1).
+    /// `java.util.Random.nextInt()`: 32 random bits.
+    pub fn next_int(&mut self) -> i32 {
+        self.next(32)
+    }
+
     pub fn next_double(&mut self) -> f64 {
         let high = (self.next(26) as i64) << 27;
         (high + self.next(27) as i64) as f64 * (1.0 / (1u64 << 53) as f64)
@@ -82,6 +98,131 @@ impl XorShiftRandom {
                 return v1 * multiplier;
             }
         }
+    }
+}
+
+/// commons-math3's `MersenneTwister` (MT19937 seeded by `init_by_array` of a long's two halves), with the
+/// `BitsStreamGenerator` methods Spark calls on it.
+#[derive(Debug, Clone)]
+pub struct MersenneTwister {
+    mt: Box<[u32; 624]>,
+    mti: usize,
+}
+
+impl MersenneTwister {
+    const N: usize = 624;
+    const M: usize = 397;
+
+    pub fn new(seed: i64) -> Self {
+        let mut t = Self { mt: Box::new([0; 624]), mti: 0 };
+        t.seed_array(&[(seed as u64 >> 32) as u32, seed as u32]);
+        t
+    }
+
+    fn seed_int(&mut self, seed: u32) {
+        self.mt[0] = seed;
+        for i in 1..Self::N {
+            let prev = self.mt[i - 1];
+            self.mt[i] = 1_812_433_253u32.wrapping_mul(prev ^ (prev >> 30)).wrapping_add(i as u32);
+        }
+        self.mti = Self::N;
+    }
+
+    fn seed_array(&mut self, seed: &[u32]) {
+        self.seed_int(19_650_218);
+        let (mut i, mut j) = (1, 0);
+        for _ in 0..Self::N.max(seed.len()) {
+            let prev = self.mt[i - 1];
+            // Java adds the int seed sign-extended to a long; the low 32 bits are the same.
+            self.mt[i] = (self.mt[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_664_525))
+                .wrapping_add(seed[j])
+                .wrapping_add(j as u32);
+            i += 1;
+            j += 1;
+            if i >= Self::N {
+                self.mt[0] = self.mt[Self::N - 1];
+                i = 1;
+            }
+            if j >= seed.len() {
+                j = 0;
+            }
+        }
+        for _ in 0..Self::N - 1 {
+            let prev = self.mt[i - 1];
+            self.mt[i] = (self.mt[i] ^ (prev ^ (prev >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
+            i += 1;
+            if i >= Self::N {
+                self.mt[0] = self.mt[Self::N - 1];
+                i = 1;
+            }
+        }
+        self.mt[0] = 0x8000_0000;
+    }
+
+    fn next(&mut self, bits: u32) -> u32 {
+        const MAG01: [u32; 2] = [0, 0x9908_b0df];
+        if self.mti >= Self::N {
+            for k in 0..Self::N {
+                let y = (self.mt[k] & 0x8000_0000) | (self.mt[(k + 1) % Self::N] & 0x7fff_ffff);
+                self.mt[k] = self.mt[(k + Self::M) % Self::N] ^ (y >> 1) ^ MAG01[(y & 1) as usize];
+            }
+            self.mti = 0;
+        }
+        let mut y = self.mt[self.mti];
+        self.mti += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^= y >> 18;
+        y >> (32 - bits)
+    }
+
+    /// `BitsStreamGenerator.nextInt(n)` for n > 0.
+    pub fn next_int(&mut self, n: i32) -> i32 {
+        if n & n.wrapping_neg() == n {
+            return ((n as i64 * self.next(31) as i64) >> 31) as i32;
+        }
+        loop {
+            let bits = self.next(31) as i32;
+            let val = bits % n;
+            if bits.wrapping_sub(val).wrapping_add(n - 1) >= 0 {
+                return val;
+            }
+        }
+    }
+
+    /// `BitsStreamGenerator.nextLong()`.
+    pub fn next_long(&mut self) -> i64 {
+        let high = (self.next(32) as i64) << 32;
+        high | self.next(32) as i64
+    }
+
+    /// Spark's `RandomIndicesGenerator.getNextIndices`: an inside-out Fisher-Yates permutation.
+    pub fn next_indices(&mut self, length: usize, out: &mut Vec<usize>) {
+        out.clear();
+        out.resize(length, 0);
+        for i in 0..length {
+            let j = self.next_int(i as i32 + 1) as usize;
+            if j != i {
+                out[i] = out[j];
+            }
+            out[j] = i;
+        }
+    }
+
+    /// Spark's `RandomUUIDGenerator.getNextUUID`, as `UUID.toString` prints it.
+    pub fn next_uuid(&mut self) -> String {
+        let most = (self.next_long() & 0xFFFF_FFFF_FFFF_0FFFu64 as i64) | 0x4000;
+        let least = (self.next_long() | i64::MIN) & 0xBFFF_FFFF_FFFF_FFFFu64 as i64;
+        let (m, l) = (most as u64, least as u64);
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            m >> 32,
+            (m >> 16) & 0xffff,
+            m & 0xffff,
+            l >> 48,
+            l & 0xffff_ffff_ffff
+        )
     }
 }
 
@@ -123,6 +264,7 @@ enum State {
     /// Rows numbered so far.
     Count(i64),
     Random(XorShiftRandom),
+    Twister(MersenneTwister),
 }
 
 /// One nondeterministic expression of one task's plan, with its state.
@@ -131,26 +273,40 @@ pub struct NondeterministicExpr {
     kind: Nondeterministic,
     partition_index: i32,
     state: Mutex<State>,
+    /// `shuffle`'s array.
+    child: Option<Arc<dyn PhysicalExpr>>,
 }
 
 impl NondeterministicExpr {
     pub fn new(kind: Nondeterministic, partition_index: i32) -> Self {
+        let at = |seed: i64| seed.wrapping_add(partition_index as i64);
         let state = match kind {
-            Nondeterministic::Rand { seed } | Nondeterministic::Randn { seed } => {
-                State::Random(XorShiftRandom::new(seed.wrapping_add(partition_index as i64)))
+            Nondeterministic::Rand { seed }
+            | Nondeterministic::Randn { seed }
+            | Nondeterministic::RandStr { seed, .. } => State::Random(XorShiftRandom::new(at(seed))),
+            Nondeterministic::Uuid { seed } | Nondeterministic::Shuffle { seed } => {
+                State::Twister(MersenneTwister::new(at(seed)))
             }
             _ => State::Count(0),
         };
-        Self { kind, partition_index, state: Mutex::new(state) }
+        Self { kind, partition_index, state: Mutex::new(state), child: None }
+    }
+
+    /// `shuffle` over `child`'s arrays.
+    pub fn with_child(mut self, child: Arc<dyn PhysicalExpr>) -> Self {
+        self.child = Some(child);
+        self
     }
 }
 
 impl fmt::Display for NondeterministicExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            Nondeterministic::Rand { seed } | Nondeterministic::Randn { seed } => {
-                write!(f, "{}({seed})", self.kind.name())
-            }
+            Nondeterministic::Rand { seed }
+            | Nondeterministic::Randn { seed }
+            | Nondeterministic::Uuid { seed }
+            | Nondeterministic::Shuffle { seed } => write!(f, "{}({seed})", self.kind.name()),
+            Nondeterministic::RandStr { length, seed } => write!(f, "randstr({length}, {seed})"),
             _ => write!(f, "{}()", self.kind.name()),
         }
     }
@@ -173,16 +329,18 @@ impl Hash for NondeterministicExpr {
 }
 
 impl PhysicalExpr for NondeterministicExpr {
-    fn data_type(&self, _input_schema: &Schema) -> Result<DataType> {
-        Ok(match self.kind {
-            Nondeterministic::PartitionId => DataType::Int32,
-            Nondeterministic::MonotonicallyIncreasingId => DataType::Int64,
+    fn data_type(&self, input_schema: &Schema) -> Result<DataType> {
+        Ok(match (self.kind, &self.child) {
+            (Nondeterministic::PartitionId, _) => DataType::Int32,
+            (Nondeterministic::MonotonicallyIncreasingId, _) => DataType::Int64,
+            (Nondeterministic::RandStr { .. } | Nondeterministic::Uuid { .. }, _) => DataType::Utf8,
+            (Nondeterministic::Shuffle { .. }, Some(c)) => c.data_type(input_schema)?,
             _ => DataType::Float64,
         })
     }
 
     fn nullable(&self, _input_schema: &Schema) -> Result<bool> {
-        Ok(false)
+        Ok(self.child.is_some())
     }
 
     fn evaluate(&self, batch: &RecordBatch) -> Result<ColumnarValue> {
@@ -198,17 +356,58 @@ impl PhysicalExpr for NondeterministicExpr {
             (State::Random(rng), Nondeterministic::Randn { .. }) => {
                 Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.next_gaussian())))
             }
+            (State::Random(rng), Nondeterministic::RandStr { length, .. }) => {
+                let mut out = arrow::array::StringBuilder::with_capacity(rows, rows * length.max(0) as usize);
+                let mut s = String::with_capacity(length.max(0) as usize);
+                for _ in 0..rows {
+                    s.clear();
+                    for _ in 0..length {
+                        let v = (rng.next_int() % 62).unsigned_abs() as u8;
+                        s.push(match v {
+                            0..=9 => b'0' + v,
+                            10..=35 => b'a' + v - 10,
+                            _ => b'A' + v - 36,
+                        } as char);
+                    }
+                    out.append_value(&s);
+                }
+                Arc::new(out.finish())
+            }
             (State::Random(rng), _) => Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.next_double()))),
+            (State::Twister(mt), Nondeterministic::Uuid { .. }) => {
+                Arc::new(arrow::array::StringArray::from_iter_values((0..rows).map(|_| mt.next_uuid())))
+            }
+            (State::Twister(mt), _) => {
+                let child =
+                    self.child.as_ref().ok_or_else(|| DataFusionError::Internal("shuffle without its array".into()))?;
+                shuffle(mt, &child.evaluate(batch)?.into_array(rows)?)?
+            }
         };
         Ok(ColumnarValue::Array(out))
     }
 
     fn children(&self) -> Vec<&Arc<dyn PhysicalExpr>> {
-        vec![]
+        self.child.iter().collect()
     }
 
-    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn PhysicalExpr>>) -> Result<Arc<dyn PhysicalExpr>> {
-        Ok(self)
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn PhysicalExpr>>) -> Result<Arc<dyn PhysicalExpr>> {
+        match (children.into_iter().next(), &self.child) {
+            (Some(c), Some(_)) => {
+                let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                let state = match &*state {
+                    State::Twister(t) => State::Twister(t.clone()),
+                    State::Random(r) => State::Random(r.clone()),
+                    State::Count(n) => State::Count(*n),
+                };
+                Ok(Arc::new(Self {
+                    kind: self.kind,
+                    partition_index: self.partition_index,
+                    state: Mutex::new(state),
+                    child: Some(c),
+                }))
+            }
+            _ => Ok(self),
+        }
     }
 
     fn is_volatile_node(&self) -> bool {
@@ -218,6 +417,30 @@ impl PhysicalExpr for NondeterministicExpr {
     fn fmt_sql(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
+}
+
+/// Each non-NULL array's elements in the generator's next permutation.
+fn shuffle(mt: &mut MersenneTwister, arrays: &ArrayRef) -> Result<ArrayRef> {
+    use arrow::array::{Array, AsArray, MutableArrayData};
+    let (field, l) = match arrays.data_type() {
+        DataType::List(f) => (f.clone(), arrays.as_list::<i32>()),
+        t => return Err(DataFusionError::Internal(format!("shuffle of {t}"))),
+    };
+    let data = l.values().to_data();
+    let mut picks = MutableArrayData::new(vec![&data], true, l.values().len());
+    let mut order = Vec::new();
+    for i in 0..l.len() {
+        if l.is_valid(i) {
+            let start = l.value_offsets()[i] as usize;
+            mt.next_indices(l.value_length(i) as usize, &mut order);
+            for &k in &order {
+                picks.try_extend(0, start + k, start + k + 1)?;
+            }
+        }
+    }
+    let values = arrow::array::make_array(picks.freeze());
+    let list = arrow::array::ListArray::try_new(field, l.offsets().clone(), values, l.nulls().cloned())?;
+    Ok(Arc::new(list))
 }
 
 #[cfg(test)]

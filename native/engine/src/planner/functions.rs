@@ -44,8 +44,8 @@ use crate::expressions::functions::strings::{
     Affix, AffixMatch, Ascii, Chr, Length, LengthUnit, Like, Reverse, Substring,
 };
 use crate::expressions::functions::timestamp::{
-    day_of_week_from_string, AddMonths, ConvertTz, ExtractTime, IntegralToTimestamp, MakeDate, MonthsBetween, NextDay,
-    TimeField, ToUnixTimestamp, TruncTimestamp, UnixTime,
+    day_of_week_from_string, AddMonths, ConvertTimezone, ConvertTz, ExtractTime, IntegralToTimestamp, MakeDate,
+    MonthsBetween, NextDay, TimeField, ToUnixTimestamp, TruncTimestamp, UnixTime,
 };
 use crate::expressions::functions::udf::UdfKernel;
 use crate::expressions::functions::Kernel;
@@ -209,7 +209,7 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         ("pi", true, DataType::Float64) => return Ok(Arc::new(Literal::new(ScalarValue::Float64(Some(PI))))),
         _ => {}
     }
-    if let Some(e) = nondeterministic(f, &return_type)? {
+    if let Some(e) = nondeterministic(f, &return_type, schema)? {
         return Ok(e);
     }
     let mode = eval_mode(f.eval_mode)?;
@@ -475,6 +475,21 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         "date_trunc" => match sig {
             ([Utf8, Timestamp(_, Some(_))], Timestamp(_, Some(_))) => {
                 Arc::new(TruncTimestamp { zone: session_zone(f)? })
+            }
+            _ => return Err(unsupported()),
+        },
+        "convert_timezone" => match sig {
+            ([Utf8, Utf8, Timestamp(_, None)], Timestamp(_, None)) => {
+                let zone = |i| -> Result<Option<SessionZone>> {
+                    match string_literal(f, i)? {
+                        None => Err(plan_error("convert_timezone with a non-literal time zone")),
+                        Some(None) => Ok(None),
+                        Some(Some(z)) => SessionZone::parse(&z).map(Some).ok_or_else(|| {
+                            plan_error(format!("convert_timezone: time zone '{z}' is not known natively"))
+                        }),
+                    }
+                };
+                Arc::new(ConvertTimezone { from: zone(0)?, to: zone(1)? })
             }
             _ => return Err(unsupported()),
         },
@@ -995,21 +1010,31 @@ const ARRAY_FUNCTIONS: &[&str] = &[
 
 /// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates
 /// them on every row; None for any other function.
-fn nondeterministic(f: &pb::ScalarFunction, return_type: &DataType) -> Result<Option<PhysicalExprRef>> {
+fn nondeterministic(
+    f: &pb::ScalarFunction,
+    return_type: &DataType,
+    schema: &Schema,
+) -> Result<Option<PhysicalExprRef>> {
     use crate::expressions::nondeterministic::{Nondeterministic as N, NondeterministicExpr};
-    // The seed Spark resolved (RDG.seed: the literal as a long, NULL as 0), sent as a BIGINT literal.
-    let seed = || match f.args.first().and_then(|a| a.kind.as_ref()) {
+    // The seed Spark resolved (RDG.seed: the literal as a long, NULL as 0), sent last as a BIGINT literal.
+    let seed = || match f.args.last().and_then(|a| a.kind.as_ref()) {
         Some(Kind::Literal(l)) => match to_scalar(l)? {
-            ScalarValue::Int64(v) if f.args.len() == 1 => Ok(v.unwrap_or(0)),
+            ScalarValue::Int64(v) => Ok(v.unwrap_or(0)),
             other => Err(plan_error(format!("{} with seed {other:?}", f.name))),
         },
         _ => Err(plan_error(format!("{} without a literal seed", f.name))),
     };
-    let kind = match (f.name.as_str(), return_type) {
-        ("spark_partition_id", DataType::Int32) if f.args.is_empty() => N::PartitionId,
-        ("monotonically_increasing_id", DataType::Int64) if f.args.is_empty() => N::MonotonicallyIncreasingId,
-        ("rand" | "random", DataType::Float64) => N::Rand { seed: seed()? },
-        ("randn", DataType::Float64) => N::Randn { seed: seed()? },
+    let kind = match (f.name.as_str(), return_type, f.args.len()) {
+        ("spark_partition_id", DataType::Int32, 0) => N::PartitionId,
+        ("monotonically_increasing_id", DataType::Int64, 0) => N::MonotonicallyIncreasingId,
+        ("rand" | "random", DataType::Float64, 1) => N::Rand { seed: seed()? },
+        ("randn", DataType::Float64, 1) => N::Randn { seed: seed()? },
+        ("uuid", DataType::Utf8, 1) => N::Uuid { seed: seed()? },
+        ("randstr", DataType::Utf8, 2) => match int_literal(f, 0)? {
+            Some(length) if length >= 0 => N::RandStr { length, seed: seed()? },
+            _ => return Err(plan_error("randstr of a NULL or negative length (Spark raises the error)")),
+        },
+        ("shuffle", DataType::List(_), 2) => N::Shuffle { seed: seed()? },
         _ => return Ok(None),
     };
     if !every_row() {
@@ -1018,7 +1043,17 @@ fn nondeterministic(f: &pb::ScalarFunction, return_type: &DataType) -> Result<Op
             f.name
         )));
     }
-    Ok(Some(Arc::new(NondeterministicExpr::new(kind, partition_index()))))
+    let e = NondeterministicExpr::new(kind, partition_index());
+    Ok(Some(Arc::new(match kind {
+        N::Shuffle { .. } => {
+            let array = create_expr(&f.args[0], schema)?;
+            if &array.data_type(schema)? != return_type {
+                return Err(plan_error("shuffle of another type than it returns"));
+            }
+            e.with_child(array)
+        }
+        _ => e,
+    })))
 }
 
 fn int_literal(f: &pb::ScalarFunction, i: usize) -> Result<Option<i32>> {

@@ -179,6 +179,30 @@ impl Kernel for ConvertTz {
     }
 }
 
+/// `convert_timezone(from, to, ntz)`: the wall clock `ntz` in zone `from` (`ZonedDateTime.ofLocal`'s gap and
+/// overlap rules), as the wall clock of the same instant in zone `to`; the zones are literals, `None` for NULL.
+#[derive(Debug)]
+pub struct ConvertTimezone {
+    pub from: Option<SessionZone>,
+    pub to: Option<SessionZone>,
+}
+
+impl Kernel for ConvertTimezone {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let ts = timestamps(&args[2])?;
+        let mut out = Vec::with_capacity(ts.len());
+        for v in ts.iter() {
+            out.push(match (v, &self.from, &self.to) {
+                (Some(us), Some(from), Some(to)) => {
+                    Some(to_i64(to.local_us(to_i64(from.local_us_to_utc(us as i128, None))?))?)
+                }
+                _ => None,
+            });
+        }
+        Ok(timestamp_array(out, None))
+    }
+}
+
 /// `unix_seconds` / `unix_millis` / `unix_micros`: `Math.floorDiv(micros, unit)`.
 #[derive(Debug)]
 pub struct UnixTime(pub i64);

@@ -95,6 +95,24 @@ class EmberDatetimeFormatSuite extends EmberQueryTest {
     }
   }
 
+  test("convert_timezone across DST gaps and overlaps, fixed offsets and NULL zones") {
+    withSQLConf("spark.sql.session.timeZone" -> "UTC") {
+      val pairs = Seq(
+        ("America/Los_Angeles", "Asia/Kolkata"),
+        ("Europe/Berlin", "America/Los_Angeles"),
+        ("Australia/Lord_Howe", "UTC"),
+        ("+05:30", "America/New_York")
+      )
+      val cols = pairs.zipWithIndex.map { case ((from, to), i) =>
+        expr(s"convert_timezone('$from', '$to', cast(ts as timestamp_ntz))").as(s"c$i")
+      } :+ expr("convert_timezone(cast(null as string), 'UTC', cast(ts as timestamp_ntz))").as("n")
+      checkSparkAnswerAndNative(
+        table.where(col("us").between(-2208988800000000L, 4102444800000000L)).select(col("id") +: cols: _*),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+  }
+
   test("patterns Spark or Java rejects, zone letters and non-literal patterns stay in Spark") {
     val rejected = Seq("YYYY", "ww", "u", "e", "A", "MMMMM", "yyyyyyy", "ddd", "'open", "[yyyy]")
     for (p <- rejected) {

@@ -71,6 +71,27 @@ class EmberNondeterministicSuite extends EmberQueryTest {
     sameRows(Dataset.ofRows(spark, analyzed))
   }
 
+  test("uuid, randstr and shuffle: Spark's MersenneTwister and XORShiftRandom sequences") {
+    withSQLConf("spark.ember.batchSize" -> "64") {
+      val analyzed = spark
+        .range(0, 1500, 1, 3)
+        .selectExpr("id", "if(id % 4 = 0, null, concat_ws(',', id, id * 7, 'x', id % 5)) as s")
+        .selectExpr(
+          "id",
+          "uuid() as u",
+          "uuid() as u2",
+          "randstr(12, 5) as r",
+          "randstr(0, 1) as r0",
+          "randstr(3) as r3",
+          "array_join(shuffle(split(s, ',')), '|') as sh",
+          "element_at(shuffle(array(1, 2, 3, 4, 5, 6, 7, 8)), 1) as sh2"
+        )
+        .queryExecution
+        .analyzed
+      sameRows(Dataset.ofRows(spark, analyzed))
+    }
+  }
+
   test("where Spark may skip evaluating it, it stays in Spark, saying why") {
     val data = () => spark.range(0, 2000, 1, 2).selectExpr("id", "if(id % 3 = 0, null, id) as n")
     // First arguments are evaluated on every row: native.

@@ -125,6 +125,18 @@ object FunctionSerde {
     case _ => Left(s"${e.prettyName} with a seed that is not a constant")
   }
 
+  /** `randstr(length, seed)`: both constants (Spark requires it), the length as an int literal. */
+  private def randStr(e: Expression): Either[String, Seq[Expression]] = e match {
+    case r: RandStr if r.length.foldable && r.seedExpression.foldable =>
+      val seed = r.seedExpression.eval() match {
+        case i: Int => i.toLong
+        case l: Long => l
+        case _ => 0L
+      }
+      Right(Seq(Literal(r.length.eval(), IntegerType), Literal(seed, LongType)))
+    case _ => Left("randstr with a length or seed that is not a constant")
+  }
+
   /** The arguments as they are; the engine checks their types (its refusal is the fallback reason). */
   private def all(e: Expression): Either[String, Seq[Expression]] = Right(e.children)
 
@@ -419,6 +431,20 @@ object FunctionSerde {
     classOf[MonotonicallyIncreasingID] -> Fn("monotonically_increasing_id", "none (in a projection)", all),
     classOf[Rand] -> Fn("rand", "literal seed (in a projection)", seed, aliases = Set("random")),
     classOf[Randn] -> Fn("randn", "literal seed (in a projection)", seed),
+    classOf[RandStr] -> Fn("randstr", "literal length and seed (in a projection)", randStr),
+    classOf[Uuid] -> Fn(
+      "uuid",
+      "none (in a projection)",
+      e => Right(Seq(Literal(e.asInstanceOf[Uuid].randomSeed.get)))
+    ),
+    classOf[Shuffle] -> Fn(
+      "shuffle",
+      "array (in a projection)",
+      e => {
+        val s = e.asInstanceOf[Shuffle]
+        Right(Seq(s.child, Literal(s.randomSeed.get)))
+      }
+    ),
     classOf[WidthBucket] -> Fn("width_bucket", "double, double, double, bigint", all),
     classOf[Hex] -> Fn("hex", "bigint/string/binary", all),
     classOf[Unhex] -> Fn("unhex", "string", unhex),
@@ -535,6 +561,7 @@ object FunctionSerde {
     classOf[Minute] -> Fn("minute", "timestamp (session time zone)", all),
     classOf[Second] -> Fn("second", "timestamp (session time zone)", all),
     classOf[TruncTimestamp] -> Fn("date_trunc", "string format, timestamp (session time zone)", all),
+    classOf[ConvertTimezone] -> Fn("convert_timezone", "literal time zones, timestamp_ntz", all),
     classOf[FromUTCTimestamp] -> Fn("from_utc_timestamp", "timestamp, literal time zone", all),
     classOf[ToUTCTimestamp] -> Fn("to_utc_timestamp", "timestamp, literal time zone", all),
     classOf[UnixSeconds] -> Fn("unix_seconds", "timestamp", all),
