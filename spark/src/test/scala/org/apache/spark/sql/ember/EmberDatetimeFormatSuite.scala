@@ -13,6 +13,16 @@ import org.apache.spark.sql.types._
  */
 class EmberDatetimeFormatSuite extends EmberQueryTest {
 
+  /** Ember off vs on, every projection native. */
+  private def native(query: => DataFrame): DataFrame = {
+    val df = checkSparkAnswerAndNative(query, Seq(cls[EmberProjectExec]))
+    assert(
+      !executedNodes(df).exists(_.isInstanceOf[org.apache.spark.sql.execution.ProjectExec]),
+      executedNodes(df).flatMap(EmberExecRule.fallbackReasons).mkString("; ")
+    )
+    df
+  }
+
   private val zones = Seq("UTC", "America/Los_Angeles", "Asia/Kolkata", "Australia/Lord_Howe", "+05:30")
 
   private val patterns = Seq(
@@ -74,13 +84,13 @@ class EmberDatetimeFormatSuite extends EmberQueryTest {
   test("date_format with Spark's pattern letters in every zone: Spark's text") {
     for (zone <- zones) withSQLConf("spark.sql.session.timeZone" -> zone) {
       val formats = patterns.zipWithIndex.map { case (p, i) => date_format(col("ts"), p).as(s"f$i") }
-      checkSparkAnswerAndNative(table.select(col("id") +: formats: _*), Seq(cls[EmberProjectExec]))
+      native(table.select(col("id") +: formats: _*))
     }
   }
 
   test("from_unixtime (default and given patterns, wrapping seconds) and date_format of dates") {
     for (zone <- Seq("UTC", "America/Los_Angeles")) withSQLConf("spark.sql.session.timeZone" -> zone) {
-      checkSparkAnswerAndNative(
+      native(
         table.select(
           col("id"),
           from_unixtime(col("us") / 1000000 cast LongType).as("a"),
@@ -89,8 +99,7 @@ class EmberDatetimeFormatSuite extends EmberQueryTest {
           from_unixtime(col("us"), null).as("d"),
           date_format(col("ts").cast(DateType), "yyyy-MM-dd EEE D").as("e"),
           date_format(col("ts"), null).as("f")
-        ),
-        Seq(cls[EmberProjectExec])
+        )
       )
     }
   }
@@ -106,9 +115,8 @@ class EmberDatetimeFormatSuite extends EmberQueryTest {
       val cols = pairs.zipWithIndex.map { case ((from, to), i) =>
         expr(s"convert_timezone('$from', '$to', cast(ts as timestamp_ntz))").as(s"c$i")
       } :+ expr("convert_timezone(cast(null as string), 'UTC', cast(ts as timestamp_ntz))").as("n")
-      checkSparkAnswerAndNative(
-        table.where(col("us").between(-2208988800000000L, 4102444800000000L)).select(col("id") +: cols: _*),
-        Seq(cls[EmberProjectExec])
+      native(
+        table.where(col("us").between(-2208988800000000L, 4102444800000000L)).select(col("id") +: cols: _*)
       )
     }
   }

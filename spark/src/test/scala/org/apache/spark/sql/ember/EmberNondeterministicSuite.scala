@@ -27,8 +27,12 @@ class EmberNondeterministicSuite extends EmberQueryTest {
   private def reason(df: DataFrame): String =
     executedNodes(df).flatMap(EmberExecRule.fallbackReasons).mkString("; ")
 
-  private def sameRows(query: => DataFrame): DataFrame =
-    checkSparkAnswerAndNative(query, Seq(cls[EmberProjectExec]), ordered = true)
+  /** Ember off vs on, rows in order, every projection native. */
+  private def sameRows(query: => DataFrame): DataFrame = {
+    val df = checkSparkAnswerAndNative(query, Seq(cls[EmberProjectExec]), ordered = true)
+    assert(!executedNodes(df).exists(_.isInstanceOf[org.apache.spark.sql.execution.ProjectExec]), reason(df))
+    df
+  }
 
   test("over ranges, shuffles, filters and many native batches: Spark's values in Spark's order") {
     // Small native batches: the state goes on from batch to batch.

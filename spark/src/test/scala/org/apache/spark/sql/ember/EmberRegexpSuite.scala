@@ -86,8 +86,15 @@ class EmberRegexpSuite extends EmberQueryTest {
     "a*"
   )
 
-  private def native(df: => DataFrame): DataFrame =
-    checkSparkAnswerAndNative(df, Seq(cls[EmberProjectExec]))
+  /** Ember off vs on, every projection native (the data's own ones too). */
+  private def native(query: => DataFrame): DataFrame = {
+    val df = checkSparkAnswerAndNative(query, Seq(cls[EmberProjectExec]))
+    assert(
+      !executedNodes(df).exists(_.isInstanceOf[org.apache.spark.sql.execution.ProjectExec]),
+      executedNodes(df).flatMap(EmberExecRule.fallbackReasons).mkString("; ")
+    )
+    df
+  }
 
   test("rlike / regexp_like / regexp / regexp_instr natively, every pattern") {
     val cols: Seq[Column] = col("s") +: nativePatterns.zipWithIndex.flatMap { case (p, i) =>
