@@ -35,7 +35,9 @@ use crate::expressions::functions::math::{
 use crate::expressions::functions::regex::{
     replacement, JavaRegex, Piece, RLike, RegexpExtract, RegexpInstr, RegexpReplace,
 };
-use crate::expressions::functions::rounding::{DecimalRounding, Round, RoundDecimal, RoundMode};
+use crate::expressions::functions::rounding::{
+    DecimalRounding, FormatNumber, Round, RoundDecimal, RoundMode, FORMAT_NUMBER_MAX_DIGITS,
+};
 use crate::expressions::functions::string_edit::{
     Elt, FindInSet, Levenshtein, Locate, Overlay, Pad, Repeat, Replace, Space, SubstringIndex, Translate, Trim,
     TrimSide,
@@ -570,6 +572,20 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         "array" => match sig {
             (ts, List(field)) if !ts.is_empty() && ts.iter().all(|t| t == field.data_type()) => {
                 Arc::new(CreateArray { field: field.clone() })
+            }
+            _ => return Err(unsupported()),
+        },
+        "format_number" => match sig {
+            ([Int8 | Int16 | Int32 | Int64 | Decimal128(_, _), Int32], Utf8) => {
+                let digits = int_literal(f, 1)?;
+                if digits.is_some_and(|d| d > FORMAT_NUMBER_MAX_DIGITS) {
+                    return Err(plan_error(format!("format_number to more than {FORMAT_NUMBER_MAX_DIGITS} decimals")));
+                }
+                let scale = if let Decimal128(_, s) = &types[0] { *s } else { 0 };
+                if scale < 0 {
+                    return Err(unsupported());
+                }
+                Arc::new(FormatNumber { scale, digits })
             }
             _ => return Err(unsupported()),
         },

@@ -298,3 +298,74 @@ impl Kernel for RoundDecimal {
         Ok(Arc::new(arr.with_precision_and_scale(self.out_precision, self.out_scale)?))
     }
 }
+
+/// `format_number(x, d)` of an integer or decimal `x`: Java's `DecimalFormat("#,###,…,##0.00…")` in
+/// `Locale.US` — HALF_EVEN to `d` decimals (exact, as for a `long` or `BigDecimal`), groups of three, and a '-'
+/// for any negative `x`, also one that rounds to zero (`-0.00`); NULL for a NULL or negative `d`. `d` is a
+/// literal of at most [`FORMAT_NUMBER_MAX_DIGITS`] (Java caps a long's fraction digits at 340, not a
+/// BigDecimal's). Floats and doubles (`DecimalFormat`'s binary-to-decimal rounding) and string patterns stay in
+/// Spark.
+#[derive(Debug)]
+pub struct FormatNumber {
+    /// The scale of a decimal `x` (0 for integers).
+    pub scale: i8,
+    pub digits: Option<i32>,
+}
+
+pub const FORMAT_NUMBER_MAX_DIGITS: i32 = 300;
+
+impl Kernel for FormatNumber {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let unscaled: Vec<Option<i128>> = match args[0].data_type() {
+            DataType::Int8 => args[0].as_primitive::<Int8Type>().iter().map(|v| v.map(i128::from)).collect(),
+            DataType::Int16 => args[0].as_primitive::<Int16Type>().iter().map(|v| v.map(i128::from)).collect(),
+            DataType::Int32 => args[0].as_primitive::<Int32Type>().iter().map(|v| v.map(i128::from)).collect(),
+            DataType::Int64 => args[0].as_primitive::<Int64Type>().iter().map(|v| v.map(i128::from)).collect(),
+            DataType::Decimal128(_, _) => args[0].as_primitive::<arrow::datatypes::Decimal128Type>().iter().collect(),
+            t => return internal_err!("format_number of {t}"),
+        };
+        let mut out = arrow::array::StringBuilder::with_capacity(unscaled.len(), unscaled.len() * 16);
+        let scale = self.scale.max(0) as u32;
+        for v in &unscaled {
+            let (Some(v), Some(d)) = (v, self.digits) else {
+                out.append_null();
+                continue;
+            };
+            if d < 0 {
+                out.append_null();
+                continue;
+            }
+            let d = d as u32;
+            let abs = v.unsigned_abs();
+            // The integer part and the first min(d, scale) fraction digits, HALF_EVEN-rounded.
+            let kept = d.min(scale);
+            let drop = 10u128.pow(scale - kept);
+            let (mut q, r) = (abs / drop, abs % drop);
+            if drop > 1 && (r > drop / 2 || (r == drop / 2 && q % 2 == 1)) {
+                q += 1;
+            }
+            let unit = 10u128.pow(kept);
+            let (int_part, frac) = (q / unit, q % unit);
+            let mut s = String::new();
+            if *v < 0 {
+                s.push('-');
+            }
+            let int_digits = int_part.to_string();
+            for (k, c) in int_digits.chars().enumerate() {
+                if k > 0 && (int_digits.len() - k) % 3 == 0 {
+                    s.push(',');
+                }
+                s.push(c);
+            }
+            if d > 0 {
+                s.push('.');
+                if kept > 0 {
+                    s.push_str(&format!("{frac:0width$}", width = kept as usize));
+                }
+                s.extend(std::iter::repeat_n('0', (d - kept) as usize));
+            }
+            out.append_value(&s);
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}

@@ -258,6 +258,28 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test("format_number of integers and decimals: Java's DecimalFormat, HALF_EVEN, groups, -0.00") {
+    val exprs = Seq(
+      "i8",
+      "i16",
+      "i32",
+      "i64",
+      "dec",
+      "dec38",
+      "cast(i16 as decimal(10, 4)) / 10000",
+      "cast(-(i8 % 3) as decimal(5, 0)) / 1000"
+    )
+      .flatMap(x => Seq(0, 1, 2, 5, 30).map(d => s"format_number($x, $d)")) ++
+      Seq("format_number(i64, cast(null as int))", "format_number(dec, -1)")
+    bothAnsiModes { _ =>
+      val df = checkSparkAnswerAndNative(
+        data.selectExpr("id" +: exprs.zipWithIndex.map { case (e, i) => s"$e AS c$i" }: _*),
+        Seq(cls[EmberProjectExec])
+      )
+      assert(!executedNodes(df).exists(_.isInstanceOf[org.apache.spark.sql.execution.ProjectExec]))
+    }
+  }
+
   test("integral round overflow: ARITHMETIC_OVERFLOW under ANSI") {
     withSQLConf("spark.sql.ansi.enabled" -> "true") {
       checkSparkErrorAndNative(data.selectExpr("round(i8, -1) AS r"), Seq(cls[EmberProjectExec]))

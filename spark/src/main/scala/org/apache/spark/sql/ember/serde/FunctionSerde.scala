@@ -426,6 +426,15 @@ object FunctionSerde {
       roundMode
     ),
     classOf[Factorial] -> Fn("factorial", "int", all),
+    classOf[FormatNumber] -> Fn(
+      "format_number",
+      "integers/decimal, literal int decimals",
+      e =>
+        e.children(1) match {
+          case Literal(_, IntegerType) => Right(e.children)
+          case _ => Left("format_number with a pattern or non-literal decimals")
+        }
+    ),
     // Nondeterministic: native in a projection, where Spark evaluates them on every row (docs/compatibility.md).
     classOf[SparkPartitionID] -> Fn("spark_partition_id", "none (in a projection)", all),
     classOf[MonotonicallyIncreasingID] -> Fn("monotonically_increasing_id", "none (in a projection)", all),
