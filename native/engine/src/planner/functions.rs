@@ -246,20 +246,8 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         },
         "regexp_extract" => match sig {
             ([Utf8, Utf8, Int32], Utf8) => {
-                let regex = java_regex(f, 1)?;
-                let idx = int_literal(f, 2)?.ok_or_else(|| plan_error("regexp_extract with a NULL index"))?;
-                if let Some(r) = &regex {
-                    if idx < 0 || idx as usize > r.groups() {
-                        return Err(plan_error(format!(
-                            "regexp_extract of group {idx} of a pattern with {} groups (Spark raises the error)",
-                            r.groups()
-                        )));
-                    }
-                    if idx > 0 && r.groups_repeated {
-                        return Err(plan_error("regexp_extract of a group inside a repeated group"));
-                    }
-                }
-                Arc::new(RegexpExtract(regex, idx.max(0) as usize))
+                let (regex, group) = regex_group(f)?;
+                Arc::new(RegexpExtract(regex, group))
             }
             _ => return Err(unsupported()),
         },
@@ -631,23 +619,11 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
         }
         "regexp_extract_all" => match sig {
             ([Utf8, Utf8, Int32], List(_)) => {
-                let regex = java_regex(f, 1)?;
-                let idx = int_literal(f, 2)?.ok_or_else(|| plan_error("regexp_extract_all with a NULL index"))?;
-                if let Some(r) = &regex {
-                    if idx < 0 || idx as usize > r.groups() {
-                        return Err(plan_error(format!(
-                            "regexp_extract_all of group {idx} of a pattern with {} groups (Spark raises the error)",
-                            r.groups()
-                        )));
-                    }
-                    if idx > 0 && r.groups_repeated {
-                        return Err(plan_error("regexp_extract_all of a group inside a repeated group"));
-                    }
-                    if r.matches_empty {
-                        return Err(plan_error("regexp_extract_all with a pattern that can match the empty string"));
-                    }
+                let (regex, group) = regex_group(f)?;
+                if regex.as_ref().is_some_and(|r| r.matches_empty) {
+                    return Err(plan_error("regexp_extract_all with a pattern that can match the empty string"));
                 }
-                Arc::new(RegexpExtractAll { regex, group: idx.max(0) as usize })
+                Arc::new(RegexpExtractAll { regex, group })
             }
             _ => return Err(unsupported()),
         },
@@ -1102,6 +1078,26 @@ fn java_regex(f: &pb::ScalarFunction, i: usize) -> Result<Option<Arc<JavaRegex>>
             JavaRegex::compile(&p).map(|r| Some(Arc::new(r))).map_err(|e| plan_error(format!("{}: {e}", f.name)))
         }
     }
+}
+
+/// `regexp_extract` / `regexp_extract_all`'s literal pattern (argument 1; None for NULL) and group index
+/// (argument 2), which must name a group (Spark raises the error otherwise) not inside a repeated group.
+fn regex_group(f: &pb::ScalarFunction) -> Result<(Option<Arc<JavaRegex>>, usize)> {
+    let name = &f.name;
+    let regex = java_regex(f, 1)?;
+    let idx = int_literal(f, 2)?.ok_or_else(|| plan_error(format!("{name} with a NULL index")))?;
+    if let Some(r) = &regex {
+        if idx < 0 || idx as usize > r.groups() {
+            return Err(plan_error(format!(
+                "{name} of group {idx} of a pattern with {} groups (Spark raises the error)",
+                r.groups()
+            )));
+        }
+        if idx > 0 && r.groups_repeated {
+            return Err(plan_error(format!("{name} of a group inside a repeated group")));
+        }
+    }
+    Ok((regex, idx.max(0) as usize))
 }
 
 /// `regexp_replace(str, pattern, replacement, 1)`: literal pattern and replacement, position 1 only.
