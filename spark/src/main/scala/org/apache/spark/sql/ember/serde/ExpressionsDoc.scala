@@ -55,6 +55,8 @@ object ExpressionsDoc {
       case None if is[RuntimeReplaceable] =>
         ("rewritten", "Spark replaces it before planning: native when what it becomes is")
       case None if is[AggregateFunction] => ("aggregate", "see docs/compatibility.md for native aggregates")
+      // `lag` / `lead` run in Ember's window operator, as the ranking functions do.
+      case None if is[WindowFunction] => ("aggregate", "window function: see docs/compatibility.md (Windows)")
       case None if className.endsWith(Builder) =>
         ("rewritten", "Spark builds another expression from the arguments: native when that one is")
       case None => ("falls back", "no native kernel yet")
