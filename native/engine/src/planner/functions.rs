@@ -1000,6 +1000,9 @@ const ARRAY_FUNCTIONS: &[&str] = &[
     "regexp_extract_all",
 ];
 
+/// The longest `randstr` the engine makes (a batch's strings are allocated at once).
+const RANDSTR_MAX_LENGTH: i32 = 1 << 16;
+
 /// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates
 /// them on every row; None for any other function.
 fn nondeterministic(
@@ -1023,7 +1026,11 @@ fn nondeterministic(
         ("randn", DataType::Float64, 1) => N::Randn { seed: seed()? },
         ("uuid", DataType::Utf8, 1) => N::Uuid { seed: seed()? },
         ("randstr", DataType::Utf8, 2) => match int_literal(f, 0)? {
-            Some(length) if length >= 0 => N::RandStr { length, seed: seed()? },
+            // Longer strings stay in Spark: the engine allocates a batch's strings at once.
+            Some(length) if (0..=RANDSTR_MAX_LENGTH).contains(&length) => N::RandStr { length, seed: seed()? },
+            Some(length) if length > RANDSTR_MAX_LENGTH => {
+                return Err(plan_error(format!("randstr longer than {RANDSTR_MAX_LENGTH} characters")))
+            }
             _ => return Err(plan_error("randstr of a NULL or negative length (Spark raises the error)")),
         },
         ("shuffle", DataType::List(_), 2) => N::Shuffle { seed: seed()? },
