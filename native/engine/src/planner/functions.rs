@@ -1001,7 +1001,7 @@ const ARRAY_FUNCTIONS: &[&str] = &[
 ];
 
 /// The longest `randstr` the engine makes (a batch's strings are allocated at once).
-const RANDSTR_MAX_LENGTH: i32 = 1 << 16;
+const RANDSTR_MAX_LENGTH: i32 = 4096;
 
 /// Spark's nondeterministic functions (see `expressions::nondeterministic`), planned only where Spark evaluates
 /// them on every row; None for any other function.
