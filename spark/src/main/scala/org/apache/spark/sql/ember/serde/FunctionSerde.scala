@@ -115,26 +115,25 @@ object FunctionSerde {
 
   /** `rand` / `randn`: the seed Spark's `RDG.seed` resolves (the foldable seed as a long, NULL as 0). */
   private def seed(e: Expression): Either[String, Seq[Expression]] = e match {
-    case r: RDG if r.seedExpression.foldable =>
-      val value = r.seedExpression.eval() match {
-        case i: Int => i.toLong
-        case l: Long => l
-        case _ => 0L
-      }
-      Right(Seq(Literal(value, LongType)))
+    case r: RDG if r.seedExpression.foldable => Right(Seq(constantSeed(r.seedExpression)))
     case _ => Left(s"${e.prettyName} with a seed that is not a constant")
   }
 
   /** `randstr(length, seed)`: both constants (Spark requires it), the length as an int literal. */
   private def randStr(e: Expression): Either[String, Seq[Expression]] = e match {
     case r: RandStr if r.length.foldable && r.seedExpression.foldable =>
-      val seed = r.seedExpression.eval() match {
-        case i: Int => i.toLong
-        case l: Long => l
-        case _ => 0L
-      }
-      Right(Seq(Literal(r.length.eval(), IntegerType), Literal(seed, LongType)))
+      Right(Seq(Literal(r.length.eval(), IntegerType), constantSeed(r.seedExpression)))
     case _ => Left("randstr with a length or seed that is not a constant")
+  }
+
+  /** A foldable seed as Spark's `RDG.seed` reads it: an int or long as a long, NULL as 0. */
+  private def constantSeed(seed: Expression): Literal = {
+    val value = seed.eval() match {
+      case i: Int => i.toLong
+      case l: Long => l
+      case _ => 0L
+    }
+    Literal(value, LongType)
   }
 
   /** The arguments as they are; the engine checks their types (its refusal is the fallback reason). */
