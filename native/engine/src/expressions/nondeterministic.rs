@@ -16,6 +16,7 @@ use datafusion_common::{DataFusionError, Result};
 use datafusion_expr::ColumnarValue;
 use datafusion_physical_expr::PhysicalExpr;
 
+use super::functions::array::ListOut;
 use super::functions::fdlibm;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -259,7 +260,7 @@ fn bytes_hash(data: &[u8], seed: i32) -> i32 {
     h ^ ((h as u32) >> 16) as i32
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum State {
     /// Rows numbered so far.
     Count(i64),
@@ -393,12 +394,7 @@ impl PhysicalExpr for NondeterministicExpr {
     fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn PhysicalExpr>>) -> Result<Arc<dyn PhysicalExpr>> {
         match (children.into_iter().next(), &self.child) {
             (Some(c), Some(_)) => {
-                let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                let state = match &*state {
-                    State::Twister(t) => State::Twister(t.clone()),
-                    State::Random(r) => State::Random(r.clone()),
-                    State::Count(n) => State::Count(*n),
-                };
+                let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 Ok(Arc::new(Self {
                     kind: self.kind,
                     partition_index: self.partition_index,
@@ -421,26 +417,25 @@ impl PhysicalExpr for NondeterministicExpr {
 
 /// Each non-NULL array's elements in the generator's next permutation.
 fn shuffle(mt: &mut MersenneTwister, arrays: &ArrayRef) -> Result<ArrayRef> {
-    use arrow::array::{Array, AsArray, MutableArrayData};
+    use arrow::array::{Array, AsArray};
     let (field, l) = match arrays.data_type() {
         DataType::List(f) => (f.clone(), arrays.as_list::<i32>()),
         t => return Err(DataFusionError::Internal(format!("shuffle of {t}"))),
     };
     let data = l.values().to_data();
-    let mut picks = MutableArrayData::new(vec![&data], true, l.values().len());
+    let mut out = ListOut::new(vec![&data], l.len());
     let mut order = Vec::new();
     for i in 0..l.len() {
         if l.is_valid(i) {
             let start = l.value_offsets()[i] as usize;
             mt.next_indices(l.value_length(i) as usize, &mut order);
             for &k in &order {
-                picks.try_extend(0, start + k, start + k + 1)?;
+                out.pick(0, start + k)?;
             }
         }
+        out.end_row(l.is_valid(i));
     }
-    let values = arrow::array::make_array(picks.freeze());
-    let list = arrow::array::ListArray::try_new(field, l.offsets().clone(), values, l.nulls().cloned())?;
-    Ok(Arc::new(list))
+    out.finish(&field)
 }
 
 #[cfg(test)]
@@ -479,5 +474,29 @@ mod tests {
         let mut g = doubles(values(&g_split, 3));
         g.extend(doubles(values(&g_split, 2)));
         assert_eq!(g, doubles(values(&g_whole, 5)));
+    }
+
+    /// A sliced list array (offsets not starting at 0, as a batch slice has them): each row shuffled in place.
+    #[test]
+    fn shuffle_keeps_each_row_of_a_sliced_array() {
+        use arrow::array::{Array, AsArray, ListArray};
+        use arrow::datatypes::Int32Type;
+        let lists = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1), Some(2)]),
+            Some(vec![Some(3)]),
+            None,
+            Some(vec![Some(4), Some(5), Some(6)]),
+        ]);
+        let sliced: ArrayRef = Arc::new(lists.slice(1, 3));
+        let out = shuffle(&mut MersenneTwister::new(7), &sliced).unwrap();
+        let out = out.as_list::<i32>();
+        assert_eq!(out.len(), 3);
+        assert!(out.is_null(1));
+        let row = |i: usize| {
+            let mut v: Vec<i32> = out.value(i).as_primitive::<Int32Type>().values().to_vec();
+            v.sort();
+            v
+        };
+        assert_eq!((row(0), row(2)), (vec![3], vec![4, 5, 6]));
     }
 }

@@ -400,7 +400,7 @@ impl Kernel for CreateArray {
 }
 
 /// Output arrays assembled from elements picked out of source arrays.
-struct ListOut<'a> {
+pub(crate) struct ListOut<'a> {
     data: MutableArrayData<'a>,
     offsets: Vec<i32>,
     valid: Vec<bool>,
@@ -408,26 +408,26 @@ struct ListOut<'a> {
 }
 
 impl<'a> ListOut<'a> {
-    fn new(sources: Vec<&'a arrow::array::ArrayData>, rows: usize) -> Self {
+    pub(crate) fn new(sources: Vec<&'a arrow::array::ArrayData>, rows: usize) -> Self {
         Self { data: MutableArrayData::new(sources, true, rows), offsets: vec![0], valid: Vec::new(), len: 0 }
     }
 
-    fn pick(&mut self, source: usize, index: usize) -> Result<()> {
+    pub(crate) fn pick(&mut self, source: usize, index: usize) -> Result<()> {
         self.len += 1;
         Ok(self.data.try_extend(source, index, index + 1)?)
     }
 
-    fn null_element(&mut self) -> Result<()> {
+    pub(crate) fn null_element(&mut self) -> Result<()> {
         self.len += 1;
         Ok(self.data.try_extend_nulls(1)?)
     }
 
-    fn end_row(&mut self, valid: bool) {
+    pub(crate) fn end_row(&mut self, valid: bool) {
         self.offsets.push(self.len);
         self.valid.push(valid);
     }
 
-    fn finish(self, field: &FieldRef) -> Result<ArrayRef> {
+    pub(crate) fn finish(self, field: &FieldRef) -> Result<ArrayRef> {
         let values = make_array(self.data.freeze());
         let list =
             ListArray::try_new(field.clone(), OffsetBuffer::new(self.offsets.into()), values, Some(self.valid.into()))?;
