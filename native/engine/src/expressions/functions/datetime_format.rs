@@ -241,10 +241,8 @@ impl DatetimeFormat {
                     };
                     pad(out, v, *count);
                 }
-                Item::Fraction { count } => {
-                    let digits = format!("{nanos:09}");
-                    out.push_str(&digits[..*count]);
-                }
+                // The first `count` of the nine digits, truncated.
+                Item::Fraction { count } => pad(out, nanos / 10i64.pow(9 - *count as u32), *count),
             }
         }
     }
@@ -260,7 +258,7 @@ fn pad(out: &mut String, v: i64, width: usize) {
 fn signed(out: &mut String, v: i64, width: usize, exceeds_pad: bool) {
     if v < 0 {
         out.push('-');
-    } else if exceeds_pad && v.to_string().len() > width {
+    } else if exceeds_pad && v.checked_ilog10().is_some_and(|digits| digits as usize >= width) {
         out.push('+');
     }
     pad(out, v.unsigned_abs() as i64, width);
