@@ -711,8 +711,8 @@ impl Kernel for RegexpReplace {
                         None => break,
                     }
                 } else {
-                    match re.regex.find_from_pos(v, last).map_err(|e| re.failed(e))? {
-                        Some(m) => (m.start(), m.end(), None),
+                    match re.find_from(v, last)? {
+                        Some((start, end)) => (start, end, None),
                         None => break,
                     }
                 };
