@@ -238,9 +238,14 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
    * Spark's sort aggregate sees each group's rows in the order its sort left them; the native hash aggregate
    * sees them in input order. Only functions whose result cannot depend on that order run natively: counts,
    * min/max, integral sums that wrap around (an ANSI overflow error depends on the order of the additions;
-   * double sums round differently; first/last pick different rows).
+   * double sums round differently; first/last pick different rows). Without grouping keys there is no sort:
+   * Spark's aggregate sees its child's order, as the native one does, so every function may run natively.
    */
   private def orderInsensitive(plan: SortAggregateExec): Either[String, Unit] =
+    if (plan.groupingExpressions.isEmpty) Right(())
+    else orderInsensitiveFunctions(plan)
+
+  private def orderInsensitiveFunctions(plan: SortAggregateExec): Either[String, Unit] =
     plan.aggregateExpressions.map(_.aggregateFunction).collectFirst {
       case f: Sum
           if !(f.child.dataType.isInstanceOf[IntegralType] && f.evalContext.evalMode == EvalMode.LEGACY) =>
