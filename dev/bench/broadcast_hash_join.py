@@ -1,11 +1,12 @@
 """Broadcast hash join benchmark: vanilla Spark's BroadcastHashJoinExec (one HashedRelation per executor) against
-Ember's native broadcast join (EmberBroadcastExchangeExec + EmberBroadcastHashJoinExec, the hash table rebuilt
-from the broadcast Arrow blocks in every task), and Spark's join over Ember's exchange.
+Ember's native broadcast join (EmberBroadcastExchangeExec + EmberBroadcastHashJoinExec: one hash table per
+executor, shared by its tasks; and, with the shared build off, one built from the broadcast Arrow blocks in
+every task), and Spark's join over Ember's exchange.
 
     dev/bench/submit.sh broadcast_hash_join [--dim 1000000] [--probe 20000000] [--partitions 8] [--repeat 2]
 
 Default: a 1M-row dimension (long key, a long and a string payload) broadcast to 20M probe rows in --partitions
-tasks (the per-task build cost grows with the task count), joined and aggregated. Reported: wall and JVM CPU
+tasks (a per-task build's cost grows with the task count), joined and aggregated. Reported: wall and JVM CPU
 seconds per configuration and whether the rows were identical across them (common.compare_configs).
 """
 import argparse
@@ -17,7 +18,10 @@ from common import compare_configs
 
 CONFIGS = [
     ("vanilla", {"spark.ember.enabled": "false"}),
-    ("ember", {"spark.ember.enabled": "true", "spark.ember.exec.broadcastHashJoin.enabled": "true"}),
+    ("ember", {"spark.ember.enabled": "true", "spark.ember.exec.broadcastHashJoin.enabled": "true",
+               "spark.ember.exec.broadcastHashJoin.sharedBuild.enabled": "true"}),
+    ("ember, table per task", {"spark.ember.enabled": "true", "spark.ember.exec.broadcastHashJoin.enabled": "true",
+                               "spark.ember.exec.broadcastHashJoin.sharedBuild.enabled": "false"}),
     ("ember exchange, Spark join",
      {"spark.ember.enabled": "true", "spark.ember.exec.broadcastHashJoin.enabled": "false"}),
 ]

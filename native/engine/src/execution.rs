@@ -2,6 +2,7 @@
 //! readers, memory from the task's [`MemoryBroker`], spill files in Spark's local dirs. Pulled one batch at a
 //! time on the caller's thread (inside a current-thread tokio runtime's context), so JVM callbacks (input
 //! batches, memory) always happen on the Spark task's own thread, and plans can nest on one thread.
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::compute::cast;
@@ -23,6 +24,7 @@ use prost::Message;
 use crate::error::plan_error;
 use crate::memory::{BrokerMemoryPool, MemoryBroker, DEFAULT_HEADROOM_BYTES};
 use crate::operators::input::BatchReader;
+use crate::operators::spilling_hash_join::SharedBuilds;
 use crate::planner::{types, Planner};
 
 /// Metrics of one Spark operator (by proto operator id), summed over the DataFusion nodes that implement it.
@@ -76,13 +78,25 @@ impl NativePlan {
         inputs: Vec<BatchReader>,
         broker: Arc<dyn MemoryBroker>,
     ) -> Result<Self> {
+        Self::for_task_sharing(plan, task, inputs, HashMap::new(), broker)
+    }
+
+    /// [`Self::for_task`] where the broadcast inputs in `shared` (by input index) come with their executor's
+    /// [`SharedBuilds`]: a hash join building on one probes the executor's table instead of building its own.
+    pub fn for_task_sharing(
+        plan: &pb::Plan,
+        task: &pb::TaskSettings,
+        inputs: Vec<BatchReader>,
+        shared: HashMap<usize, Arc<SharedBuilds>>,
+        broker: Arc<dyn MemoryBroker>,
+    ) -> Result<Self> {
         let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
         let config = plan.config.clone().unwrap_or_default();
         let output_schema = Arc::new(types::to_arrow_schema(
             plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?,
         )?);
 
-        let mut planner = Planner::new(inputs);
+        let mut planner = Planner::new(inputs).with_shared_builds(shared);
         let context = crate::planner::expr::PlanContext {
             jdk_feature: config.jdk_feature,
             partition_index: task.partition_index,

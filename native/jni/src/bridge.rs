@@ -1,5 +1,6 @@
 //! The native methods of `org.ember.jni.NativeLib`. Plans live behind opaque `long` handles owned by the JVM
 //! side (`NativePlanIterator`), which closes them exactly once, on completion, failure or task kill.
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, StructArray};
@@ -11,6 +12,7 @@ use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
 use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::range_source::RangeReader;
+use ember_engine::operators::spilling_hash_join::SharedBuilds;
 use ember_engine::operators::{CachedBatchReader, ShuffleBlockReader};
 use ember_engine::proto::InputKind;
 use ember_engine::unsafe_row::UnsafeRowReader;
@@ -22,7 +24,7 @@ use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue, JavaVM};
 use prost::Message;
 
 use crate::logging;
-use crate::memory::JvmBroker;
+use crate::memory::{JvmBroadcastMemory, JvmBroker};
 
 /// Why a native call failed.
 #[derive(Debug)]
@@ -224,6 +226,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         let kinds = input_kinds(&proto);
         let batch_size = ember_engine::defaults::batch_size(proto.config.as_ref().map_or(0, |c| c.batch_size));
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
+        let mut shared = HashMap::new();
         for (i, addr) in addrs.into_iter().enumerate() {
             let kind = kinds
                 .iter()
@@ -300,6 +303,15 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                 }
                 InputKind::ShuffleBlocks | InputKind::BroadcastBlocks => {
                     // A `ShuffleBlockSource` or `BroadcastBlockSource`: Arrow IPC blocks, decoded here.
+                    if kind == InputKind::BroadcastBlocks {
+                        let handle = env.call_method(&source, jni_str!("sharedBuilds"), jni_sig!("()J"), &[])?.j()?;
+                        if handle != 0 {
+                            // SAFETY: a non-null handle is a live `Box<Arc<SharedBuilds>>` from `openSharedBuilds`:
+                            // the source holds the broadcast value whose cleaner closes it, so it is open here.
+                            let builds = unsafe { &*(handle as *const Arc<SharedBuilds>) };
+                            shared.insert(i, builds.clone());
+                        }
+                    }
                     let source = env.new_global_ref(&source)?;
                     inputs.push(Box::new(ShuffleBlockReader::new(schema, batch_size, move || next_rows(&source))));
                 }
@@ -320,7 +332,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             return Err(BridgeError::Invalid("no memory consumer".into()));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::for_task(&proto, &task, inputs, broker)?;
+        let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, broker)?;
         log::debug!(
             "native plan for task {} (stage {}, partition {})",
             task.task_attempt_id,
@@ -568,6 +580,43 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_closePlan<'l>(
             // SAFETY: a non-null handle is a `Box<PlanHandle>` from `createPlan` (`Box::into_raw`); the JVM side
             // closes each handle once, after its last use, so it is freed exactly once.
             drop(unsafe { Box::from_raw(ptr as *mut PlanHandle) });
+        }
+        Ok(())
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Opens the executor's registry of one broadcast value's shared hash tables (`memory`: a JVM
+/// `SharedBuildMemory`, Spark's storage memory); returns its handle, a `Box<Arc<SharedBuilds>>`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_openSharedBuilds<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    memory: JObject<'l>,
+) -> jlong {
+    env.with_env(|env| -> BridgeResult<jlong> {
+        if memory.is_null() {
+            return Err(BridgeError::Invalid("no storage memory for shared hash tables".into()));
+        }
+        let memory = Arc::new(JvmBroadcastMemory::new(env.new_global_ref(&memory)?));
+        let builds = Arc::new(SharedBuilds::new(memory));
+        Ok(Box::into_raw(Box::new(builds)) as jlong)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
+/// Drops the JVM's reference to a registry of shared hash tables; plans still probing one keep it alive.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_closeSharedBuilds<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    ptr: jlong,
+) {
+    env.with_env(|_env| -> BridgeResult<()> {
+        if ptr != 0 {
+            // SAFETY: a non-null handle is a `Box<Arc<SharedBuilds>>` from `openSharedBuilds`; the JVM closes it
+            // once, from the cleaner of the broadcast value that owns it, after every use of the handle.
+            drop(unsafe { Box::from_raw(ptr as *mut Arc<SharedBuilds>) });
         }
         Ok(())
     })

@@ -4,6 +4,7 @@
 use datafusion_common::Result;
 use ember_engine::error::plan_error;
 use ember_engine::memory::MemoryBroker;
+use ember_engine::operators::spilling_hash_join::BroadcastMemory;
 use jni::objects::JObject;
 use jni::refs::Global;
 use jni::{jni_sig, jni_str, JValue, JavaVM};
@@ -51,6 +52,56 @@ impl MemoryBroker for JvmBroker {
         });
         if let Err(e) = result {
             log::error!("returning {bytes} bytes to Spark failed: {e}");
+        }
+    }
+}
+
+/// The production [`BroadcastMemory`]: a JVM `SharedBuildMemory`, Spark's off-heap storage memory, for the hash
+/// tables an executor's tasks share. It holds no reference to the broadcast value, which must stay collectable.
+pub struct JvmBroadcastMemory {
+    memory: Global<JObject<'static>>,
+}
+
+impl JvmBroadcastMemory {
+    pub fn new(memory: Global<JObject<'static>>) -> Self {
+        Self { memory }
+    }
+}
+
+impl BroadcastMemory for JvmBroadcastMemory {
+    fn acquire(&self, bytes: usize) -> bool {
+        let granted = JavaVM::singleton().and_then(|vm| {
+            vm.attach_current_thread(|env| {
+                let out = env
+                    .call_method(&self.memory, jni_str!("acquire"), jni_sig!("(J)Z"), &[JValue::Long(bytes as i64)])
+                    .and_then(|v| v.z());
+                // A refusal by exception is a refusal: nothing may stay pending on the task's thread.
+                if env.exception_check() {
+                    env.exception_clear();
+                }
+                out
+            })
+        });
+        granted.unwrap_or_else(|e| {
+            log::warn!("asking Spark's storage memory for {bytes} bytes failed: {e}");
+            false
+        })
+    }
+
+    fn release(&self, bytes: usize) {
+        let result = JavaVM::singleton().and_then(|vm| {
+            vm.attach_current_thread(|env| {
+                let out = env
+                    .call_method(&self.memory, jni_str!("release"), jni_sig!("(J)V"), &[JValue::Long(bytes as i64)])
+                    .map(|_| ());
+                if env.exception_check() {
+                    env.exception_clear();
+                }
+                out
+            })
+        });
+        if let Err(e) = result {
+            log::error!("returning {bytes} bytes to Spark's storage memory failed: {e}");
         }
     }
 }

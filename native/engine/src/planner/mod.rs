@@ -11,6 +11,7 @@ pub mod spilling_hash_join;
 pub mod take_ordered_and_project;
 pub mod types;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion_common::Result;
@@ -22,6 +23,7 @@ use ember_proto as pb;
 
 use crate::error::plan_error;
 use crate::operators::input::BatchReader;
+use crate::operators::spilling_hash_join::{SharedBuild, SharedBuilds};
 use crate::operators::{ExpandExec, InputExec};
 
 /// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
@@ -64,11 +66,36 @@ fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatyp
 pub struct Planner {
     inputs: Vec<Option<BatchReader>>,
     nodes: Vec<(u32, Arc<dyn ExecutionPlan>)>,
+    /// The executor's shared hash tables of the broadcast inputs, by input index.
+    shared: HashMap<usize, Arc<SharedBuilds>>,
 }
 
 impl Planner {
     pub fn new(inputs: Vec<BatchReader>) -> Self {
-        Self { inputs: inputs.into_iter().map(Some).collect(), nodes: vec![] }
+        Self { inputs: inputs.into_iter().map(Some).collect(), nodes: vec![], shared: HashMap::new() }
+    }
+
+    pub fn with_shared_builds(mut self, shared: HashMap<usize, Arc<SharedBuilds>>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// The shared tables of the broadcast a join builds on: its build child is the broadcast's Input leaf.
+    fn shared_build(
+        &self,
+        j: &pb::SpillingHashJoin,
+        op: &pb::Operator,
+        children: &[Arc<dyn ExecutionPlan>],
+    ) -> Option<SharedBuild> {
+        let build = op.children.get(if j.build_side == pb::BuildSide::Right as i32 { 1 } else { 0 })?;
+        let Some(pb::operator::Kind::Input(input)) = &build.kind else { return None };
+        let builds = self.shared.get(&(input.input_index as usize))?.clone();
+        // The table is this join's: its keys, type and condition, over these two sides' schemas.
+        let mut key = prost::Message::encode_to_vec(j);
+        for child in children {
+            key.extend(format!("{:?}", child.schema()).into_bytes());
+        }
+        Some(SharedBuild { builds, key })
     }
 
     /// The DataFusion node of each proto operator, by operator id.
@@ -156,7 +183,8 @@ impl Planner {
             Kind::SpillingHashJoin(j) => {
                 expect_children(2)?;
                 let right = children.remove(1);
-                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right)?
+                let shared = self.shared_build(j, op, &children);
+                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right, shared)?
             }
             Kind::Aggregate(a) => {
                 expect_children(1)?;

@@ -11,12 +11,15 @@ use ember_proto as pb;
 use super::expr::create_expr;
 use crate::error::plan_error;
 use crate::operators::dynamic_filter::DynamicFilterConfig;
-use crate::operators::spilling_hash_join::{JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec};
+use crate::operators::spilling_hash_join::{
+    JoinDynamicFilterConfig, SharedBuild, SpillingHashJoinConfig, SpillingHashJoinExec,
+};
 
 pub fn create_spilling_hash_join(
     hj: &pb::SpillingHashJoin,
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
+    shared: Option<SharedBuild>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let (ls, rs) = (left.schema(), right.schema());
     if hj.left_keys.len() != hj.right_keys.len() {
@@ -99,6 +102,7 @@ pub fn create_spilling_hash_join(
         null_equality,
         build_right,
         config,
+        shared,
     )
 }
 

@@ -24,7 +24,8 @@ use datafusion_physical_plan::ExecutionPlan;
 use ember_engine::memory::{BrokerMemoryPool, FixedBroker};
 use ember_engine::operators::dynamic_filter::DynamicFilterConfig;
 use ember_engine::operators::spilling_hash_join::{
-    prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec,
+    prunes_probe, shares_build, BroadcastMemory, JoinDynamicFilterConfig, SharedBuild, SharedBuilds,
+    SpillingHashJoinConfig, SpillingHashJoinExec,
 };
 use ember_engine::operators::InputExec;
 use ember_engine::proto as pb;
@@ -1166,6 +1167,98 @@ async fn from_proto_nested_loop() {
                 assert_eq!(spilled > 0, cap > 0, "{what}: spilled {spilled}");
                 assert_eq!(e.broker.used(), 0, "{what}");
                 assert_eq!(files_under(e.dir.path()), 0, "{what}");
+            }
+        }
+    }
+}
+
+/// Spark's storage memory in the shared-table tests: grants or refuses, and counts.
+#[derive(Default)]
+struct CountingMemory {
+    refuse: bool,
+    asked: std::sync::atomic::AtomicUsize,
+    granted: std::sync::atomic::AtomicUsize,
+    released: std::sync::atomic::AtomicUsize,
+}
+
+impl BroadcastMemory for CountingMemory {
+    fn acquire(&self, bytes: usize) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.asked.fetch_add(1, SeqCst);
+        if !self.refuse {
+            self.granted.fetch_add(bytes, SeqCst);
+        }
+        !self.refuse
+    }
+
+    fn release(&self, bytes: usize) {
+        self.released.fetch_add(bytes, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A broadcast's table shared by several tasks: each task's rows are `HashJoinExec`'s over its own probe side,
+/// for every join type that may share (with and without the residual); the table is built (and its memory
+/// asked for) once, and the grant is returned when the registry and the last plan are gone. When Spark refuses
+/// the memory every task builds its own, with the same rows. A join type that emits build rows alone never
+/// shares.
+#[tokio::test]
+async fn shared_build_probed_by_every_task() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let build = side(build_schema(), Shape { rows: 2000, domain: 800, null_keys: 0.05, hot: 0.05 }, 71);
+    let probes: Vec<_> = (0..3).map(|t| side(probe_schema(), PROBE, 80 + t)).collect();
+    for refuse in [false, true] {
+        for join_type in ALL_TYPES {
+            for filter in [None, Some(residual())] {
+                let memory = Arc::new(CountingMemory { refuse, ..Default::default() });
+                let builds = Arc::new(SharedBuilds::new(memory.clone()));
+                let shared = SharedBuild { builds: builds.clone(), key: b"join".to_vec() };
+                let mut build_rows = 0;
+                for probe in &probes {
+                    let e = env(1 << 30, SpillCompression::Uncompressed);
+                    let join = Arc::new(
+                        SpillingHashJoinExec::try_new(
+                            source(build_schema(), build.clone()),
+                            source(probe_schema(), probe.clone()),
+                            on(),
+                            filter.clone(),
+                            join_type,
+                            NullEquality::NullEqualsNothing,
+                            SpillingHashJoinConfig::default(),
+                        )
+                        .unwrap()
+                        .with_shared_build(Some(shared.clone())),
+                    );
+                    let got = collect(join.clone(), e.ctx.clone()).await.unwrap();
+                    let expected = HashJoinExec::try_new(
+                        source(build_schema(), build.clone()),
+                        source(probe_schema(), probe.clone()),
+                        on(),
+                        filter.clone(),
+                        &join_type,
+                        None,
+                        PartitionMode::CollectLeft,
+                        NullEquality::NullEqualsNothing,
+                        false,
+                    )
+                    .unwrap();
+                    let expected = collect(Arc::new(expected), e.ctx.clone()).await.unwrap();
+                    assert_eq!(rows(&got), rows(&expected), "{join_type:?}, refused: {refuse}");
+                    build_rows += join.metrics().unwrap().sum_by_name("build_rows").map_or(0, |v| v.as_usize());
+                    assert_eq!(e.pool.reserved(), 0, "a shared table is not the task's");
+                }
+                let all: usize = build.iter().map(RecordBatch::num_rows).sum();
+                let asked = memory.asked.load(SeqCst);
+                if !shares_build(join_type) {
+                    assert_eq!((asked, build_rows), (0, 3 * all), "{join_type:?} builds per task");
+                } else if refuse {
+                    assert_eq!((asked, build_rows), (1, 3 * all), "{join_type:?}: asked once, then per task");
+                } else {
+                    assert_eq!((asked, build_rows), (1, all), "{join_type:?}: built once");
+                    assert!(memory.granted.load(SeqCst) > 0);
+                }
+                drop(shared);
+                drop(builds);
+                assert_eq!(memory.released.load(SeqCst), memory.granted.load(SeqCst), "{join_type:?}");
             }
         }
     }

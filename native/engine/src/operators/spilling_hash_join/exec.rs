@@ -16,6 +16,7 @@ use datafusion_physical_plan::{
     SendableRecordBatchStream,
 };
 
+use super::shared_build::{shares_build, SharedBuild};
 use super::stream::{JoinContext, JoinMetrics, JoinStream};
 use crate::operators::dynamic_filter::DynamicFilterConfig;
 
@@ -89,6 +90,9 @@ pub struct SpillingHashJoinExec {
     reorder: Option<(Vec<usize>, SchemaRef)>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    /// The executor's table of the broadcast this join builds on, where it may share one (see
+    /// [`with_shared_build`](Self::with_shared_build)).
+    shared: Option<SharedBuild>,
 }
 
 impl SpillingHashJoinExec {
@@ -123,6 +127,7 @@ impl SpillingHashJoinExec {
             reorder: None,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
+            shared: None,
         })
     }
 
@@ -158,9 +163,12 @@ impl SpillingHashJoinExec {
         null_equality: NullEquality,
         build_right: bool,
         config: SpillingHashJoinConfig,
+        shared: Option<SharedBuild>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if !build_right {
-            return Ok(Arc::new(Self::try_new(left, right, on, filter, join_type, null_equality, config)?));
+            return Ok(Arc::new(
+                Self::try_new(left, right, on, filter, join_type, null_equality, config)?.with_shared_build(shared),
+            ));
         }
         let swapped_on = on.into_iter().map(|(l, r)| (r, l)).collect();
         let join = Self::try_new(
@@ -171,7 +179,8 @@ impl SpillingHashJoinExec {
             join_type.swap(),
             null_equality,
             config,
-        )?;
+        )?
+        .with_shared_build(shared);
         if matches!(
             join_type,
             JoinType::LeftSemi
@@ -189,6 +198,16 @@ impl SpillingHashJoinExec {
 
     pub fn join_type(&self) -> JoinType {
         self.join_type
+    }
+
+    /// Probes the executor's table of a broadcast instead of building one per task, where that is exact and
+    /// the join is not set to spill or filter its probe side (see [`shares_build`]); otherwise unchanged.
+    pub fn with_shared_build(mut self, shared: Option<SharedBuild>) -> Self {
+        let eligible = shares_build(self.join_type)
+            && self.config.dynamic_filter.is_none()
+            && self.config.max_build_buffer_bytes == 0;
+        self.shared = shared.filter(|_| eligible);
+        self
     }
 }
 
@@ -250,7 +269,8 @@ impl ExecutionPlan for SpillingHashJoinExec {
             self.join_type,
             self.null_equality,
             self.config,
-        )?;
+        )?
+        .with_shared_build(self.shared.clone());
         Ok(Arc::new(if self.reorder.is_some() { join.with_swapped_output() } else { join }))
     }
 
@@ -261,7 +281,7 @@ impl ExecutionPlan for SpillingHashJoinExec {
         let reservation = MemoryConsumer::new(format!("SpillingHashJoinExec[{partition}]"))
             .with_can_spill(true)
             .register(context.memory_pool());
-        let jc = JoinContext::new(
+        let mut jc = JoinContext::new(
             &context,
             self.schema.clone(),
             self.left.schema(),
@@ -273,6 +293,7 @@ impl ExecutionPlan for SpillingHashJoinExec {
             self.config,
             metrics,
         )?;
+        jc.shared = self.shared.clone();
         Ok(JoinStream::new(Arc::new(jc), reservation, build, probe).into_stream(self.reorder.clone()))
     }
 

@@ -27,6 +27,10 @@
 //! `min_pruned_fraction`; metrics `dynamic_filter_*` show the decisions, rows checked and dropped, the summary's
 //! size and the time spent.
 //!
+//! **Shared build** ([`SharedBuild`], broadcast joins). A join whose build side is a broadcast probes one table
+//! per executor, built by the first task and reserved once in Spark's storage memory (see `shared_build.rs`);
+//! when that memory is refused the join runs as above in every task.
+//!
 //! **Memory.** Everything held is reserved through one `MemoryReservation` of the plan's pool: buffered and
 //! resident build batches at [`batch_cost`], staging buffers of spill files, the matched-row bitmap. The batch in
 //! hand and `HashJoinExec`'s output batches are not. `HashJoinExec` itself runs under an unbounded private pool,
@@ -55,7 +59,9 @@ pub mod metric_names {
 mod buckets;
 mod chunks;
 mod exec;
+mod shared_build;
 mod stream;
 
 pub use buckets::batch_cost;
 pub use exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec};
+pub use shared_build::{shares_build, BroadcastMemory, SharedBuild, SharedBuilds};

@@ -27,6 +27,7 @@ use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
 use super::exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig};
 use super::metric_names;
+use super::shared_build::{Build, SharedBuild};
 use crate::operators::dynamic_filter::{exact_key_type, DynamicFilter};
 use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
@@ -99,6 +100,8 @@ pub(crate) struct JoinContext {
     pub(super) probe_router: Router,
     /// Some where the join summarizes its build keys and filters its probe side (valid, and key types alike).
     pub(super) dynamic_filter: Option<(JoinDynamicFilterConfig, Vec<DataType>)>,
+    /// Some where the join probes its executor's shared table of a broadcast (see [`SharedBuild`]).
+    pub(super) shared: Option<SharedBuild>,
     pub(super) metrics: JoinMetrics,
 }
 
@@ -162,6 +165,7 @@ impl JoinContext {
             build_router,
             probe_router,
             dynamic_filter,
+            shared: None,
             metrics,
         })
     }
@@ -470,6 +474,15 @@ impl JoinStream {
                 schema,
                 futures::stream::once(async { Ok(first) }).chain(probe),
             ));
+        }
+        if let Some(shared) = &jc.shared {
+            match shared.table(&jc, build).await? {
+                Build::Shared(table) => {
+                    self.phase = Phase::InMemory { stream: table.probe(&jc, probe)?, reserved: 0 };
+                    return Ok(());
+                }
+                Build::Own(own) => build = own,
+            }
         }
         let mut held = vec![];
         let mut reserved = 0;

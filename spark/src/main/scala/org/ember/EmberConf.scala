@@ -417,8 +417,16 @@ object EmberConf {
     "spark.ember.exec.broadcastHashJoin.enabled",
     default = true,
     "Run `BroadcastHashJoinExec` natively (as `EmberBroadcastHashJoinExec`, the spilling hash join over the " +
-      "blocks of `EmberBroadcastExchangeExec`): each task builds its hash table from the broadcast blocks, " +
-      "null-aware anti joins (`NOT IN`) included."
+      "blocks of `EmberBroadcastExchangeExec`), null-aware anti joins (`NOT IN`) included; its hash table is " +
+      "shared by the executor's tasks (see `spark.ember.exec.broadcastHashJoin.sharedBuild.enabled`)."
+  )
+
+  val BROADCAST_SHARED_BUILD: Entry[Boolean] = bool(
+    "spark.ember.exec.broadcastHashJoin.sharedBuild.enabled",
+    default = true,
+    "Build a native broadcast join's hash table once per executor and probe it from all the executor's tasks " +
+      "(as Spark's `HashedRelation`), its memory taken from Spark's off-heap storage memory once; when Spark " +
+      "refuses it, or with this off, every task builds its own table under its own budget (and may spill)."
   )
 
   val EXEC_RANGE_SHUFFLE: Entry[Boolean] = bool(

@@ -122,4 +122,14 @@ public final class NativeLib {
 
   /** Frees the plan: memory goes back to Spark, spill files are deleted. Call once. */
   public static native void closePlan(long handle);
+
+  /**
+   * Opens the executor's registry of hash tables built from one broadcast value and shared by its tasks;
+   * {@code memory} has {@code boolean acquire(long)} and {@code void release(long)} (Spark's storage memory).
+   * Returns its handle, which {@code createPlan}'s broadcast sources hand over ({@code long sharedBuilds()}).
+   */
+  public static native long openSharedBuilds(Object memory);
+
+  /** Drops the registry; tables still probed by running tasks go when those tasks end. Call once. */
+  public static native void closeSharedBuilds(long handle);
 }

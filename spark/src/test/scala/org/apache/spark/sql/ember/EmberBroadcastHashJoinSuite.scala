@@ -78,6 +78,25 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
     }
   }
 
+  test("one hash table per executor, probed by all its tasks; one per task with the shared build off") {
+    // Eight tasks with probe rows, so that building per task shows in the build-rows metric.
+    val probe = l.repartition(8, col("lid"))
+    val others = r.repartition(8, col("rid"))
+    for ((jt, buildLeft) <- shapes; shared <- Seq(true, false)) {
+      withSQLConf(
+        EmberConf.BROADCAST_SHARED_BUILD.key -> shared.toString,
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"
+      ) {
+        val (lhs, rhs) = if (buildLeft) (l, others) else (probe, r)
+        val df = check(join(lhs, rhs, jt, buildLeft, residual))
+        val built = joins(df).map(_.metrics("build_rows").value).sum
+        val buildRows = exchanges(df).map(_.rowCount()).sum
+        if (shared) assert(built == buildRows, s"$jt: $built rows built, the build side has $buildRows")
+        else assert(built > buildRows, s"$jt: $built rows built per task, the build side has $buildRows")
+      }
+    }
+  }
+
   test("an empty build side, an empty streamed side") {
     bothAqeModes {
       // Not statically false, so the optimizer keeps the join.

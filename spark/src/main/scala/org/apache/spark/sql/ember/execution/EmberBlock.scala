@@ -173,10 +173,12 @@ object EmberBlock {
     val rdds = feeds.collect { case Left(rdd) => rdd }
     // Per input: its broadcast, or None for the next RDD input (only broadcasts go into the task closure).
     val broadcasts: Seq[Option[Broadcast[EmberBroadcastBlocks]]] = feeds.map(_.toOption)
+    val sharedBuilds = EmberConf.BROADCAST_SHARED_BUILD.get()
     def taskInputs(fromRdds: Seq[InputIterator]): Seq[InputIterator] = {
       val it = fromRdds.iterator
       broadcasts.map {
-        case Some(bc) => InputIterator.BroadcastBlocks(bc.value.blocks)
+        case Some(bc) =>
+          InputIterator.BroadcastBlocks(bc.value, if (sharedBuilds) bc.value.sharedBuilds(bc.id) else 0L)
         case None => it.next()
       }
     }

@@ -13,7 +13,8 @@ import org.ember.proto
 /**
  * Spark's `BroadcastHashJoinExec` as the native hash join (proto `SpillingHashJoin`), its build side the blocks
  * of an [[EmberBroadcastExchangeExec]] (an `INPUT_KIND_BROADCAST_BLOCKS` input), its streamed side the native
- * block below. The hash table is built per task from the broadcast blocks. Output, partitioning (the streamed
+ * block below. The hash table is built once per executor and shared by its tasks (`shared_build.rs`; per task
+ * when Spark's storage memory refuses it). Output, partitioning (the streamed
  * side's, expanded through inner-join keys as Spark does) and required distribution are Spark's own node's;
  * there is no output ordering (a join whose build side spilled emits its rows bucket by bucket), so a join whose
  * parent relies on the streamed side's order stays in Spark (see `EmberExecRule`). A null-aware anti join is the

@@ -13,8 +13,11 @@ object InputIterator {
   /** Ember's shuffle blocks, one `UnsafeRow` with a BINARY field each: decoded natively. */
   final case class ShuffleBlocks(blockRows: Iterator[InternalRow]) extends InputIterator
 
-  /** An Ember broadcast's Arrow IPC blocks (the same for every task): decoded natively. */
-  final case class BroadcastBlocks(blocks: Array[Array[Byte]]) extends InputIterator
+  /**
+   * An Ember broadcast's Arrow IPC blocks (the same for every task): decoded natively, or, for a hash join
+   * building on them, the executor's shared table of them (`sharedBuilds`: its handle, 0 for none).
+   */
+  final case class BroadcastBlocks(value: EmberBroadcastBlocks, sharedBuilds: Long) extends InputIterator
 
   /** A slice of `spark.range`, generated natively. */
   final case class Range(slice: RangeSource) extends InputIterator

@@ -45,7 +45,7 @@ class NativePlanIterator(
     case (InputIterator.Rows(rows), schema) if nativeRowInput =>
       new UnsafeRowSource(rows, schema, batchSize, rowBatchBytes)
     case (InputIterator.ShuffleBlocks(blockRows), _) => new ShuffleBlockSource(blockRows)
-    case (InputIterator.BroadcastBlocks(blocks), _) => new BroadcastBlockSource(blocks)
+    case (InputIterator.BroadcastBlocks(value, shared), _) => new BroadcastBlockSource(value, shared)
     case (InputIterator.Range(slice), _) => slice
     case (InputIterator.Parquet(source), _) => source
     case (InputIterator.CachedBatches(source), _) => source
