@@ -122,14 +122,18 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
    * node above relies on (directly or through nodes that pass the order on) stays in Spark.
    */
   private def markOrderedBroadcastJoins(p: SparkPlan): Unit = {
-    def down(c: SparkPlan, reason: String): Unit = if (c.outputOrdering.nonEmpty) {
-      c match {
-        case j @ (_: joins.BroadcastHashJoinExec | _: joins.BroadcastNestedLoopJoinExec) =>
-          j.setTagValue(BroadcastOrderNeeded, ())
-          tag(j, reason)
-        case _ =>
-      }
-      c.children.foreach(down(_, reason))
+    def down(c: SparkPlan, reason: String): Unit = c match {
+      // A sort makes the order itself: nothing below it has to keep one.
+      case _: SortExec =>
+      case _ if c.outputOrdering.nonEmpty =>
+        c match {
+          case j @ (_: joins.BroadcastHashJoinExec | _: joins.BroadcastNestedLoopJoinExec) =>
+            j.setTagValue(BroadcastOrderNeeded, ())
+            tag(j, reason)
+          case _ =>
+        }
+        c.children.foreach(down(_, reason))
+      case _ =>
     }
     p.children.zip(p.requiredChildOrdering).foreach {
       case (c, required) if required.nonEmpty =>

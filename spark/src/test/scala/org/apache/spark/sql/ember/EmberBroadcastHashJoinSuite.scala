@@ -228,6 +228,12 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
       check(
         agg.join(broadcast(r), col("lk") === col("rk")).groupBy(col("rs")).agg(sum(col("sv")), sum(col("n")))
       )
+      // A sort aggregate (max of a string) above: its sort, not the join, orders its input.
+      check(
+        l.join(broadcast(r), equi)
+          .groupBy(col("lk") % 13)
+          .agg(max(col("rs")), sum(col("lv") % 1000), count(lit(1)))
+      )
     }
   }
 

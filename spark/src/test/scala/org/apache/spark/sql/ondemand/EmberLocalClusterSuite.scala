@@ -4,7 +4,7 @@ import java.io.File
 
 import org.apache.spark.{SparkConf, SparkFunSuite}
 import org.apache.spark.sql.classic.{DataFrame, SparkSession}
-import org.apache.spark.sql.ember.execution.{EmberExec, EmberShuffleExchangeExec, EmberSpillingHashJoinExec}
+import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.functions._
 
@@ -12,7 +12,8 @@ import org.apache.spark.sql.functions._
  * On demand (`make test-local-cluster`): Ember on Spark's `local-cluster[2,1,1024]`, where the executors are JVMs
  * of their own (launched by in-process workers from a Spark home: the pyspark package in dev/.venv, which has
  * Spark's jars), with Ember's classes and native library on their class path only through
- * `spark.executor.extraClassPath`. A query with a native shuffle and a native join returns Spark's rows.
+ * `spark.executor.extraClassPath`. A query with a native shuffle and a native join returns Spark's rows; so does
+ * a native broadcast join, whose hash table each executor builds once for all its tasks.
  */
 class EmberLocalClusterSuite extends SparkFunSuite with AdaptiveSparkPlanHelper {
 
@@ -103,6 +104,30 @@ class EmberLocalClusterSuite extends SparkFunSuite with AdaptiveSparkPlanHelper 
       // Two executors besides the driver ran the tasks (a closure of this suite's would not even load there:
       // the executors have only Spark's jars and Ember's).
       assert(spark.sparkContext.statusTracker.getExecutorInfos.length == 3)
+
+      // A broadcast join probed by 16 tasks on the two executors: one table per executor, not one per task.
+      def broadcastQuery: DataFrame = {
+        val dim = spark
+          .range(0, 30000, 1, 2)
+          .select(col("id").as("dk"), concat(lit("d-"), col("id").cast("string")).as("ds"))
+        spark
+          .range(0, 400000, 1, 16)
+          .select((col("id") * 7 % 40000).as("fk"), col("id").as("fv"))
+          .join(broadcast(dim), col("fk") === col("dk"))
+          .groupBy(col("fk") % 13)
+          .agg(count(lit(1)), sum("fv"), max("ds"))
+      }
+      spark.conf.set("spark.ember.enabled", "false")
+      val expectedBroadcast = rows(broadcastQuery)
+      spark.conf.set("spark.ember.enabled", "true")
+      val bdf = broadcastQuery
+      assert(rows(bdf) == expectedBroadcast)
+      val joins = collectWithSubqueries(bdf.queryExecution.executedPlan) {
+        case j: EmberBroadcastHashJoinExec => j
+      }
+      assert(joins.size == 1, bdf.queryExecution.executedPlan)
+      val built = joins.head.metrics("build_rows").value
+      assert(built >= 30000 && built <= 2 * 30000, s"$built build rows: not one table per executor")
     } finally {
       spark.stop()
       SparkSession.clearActiveSession()
