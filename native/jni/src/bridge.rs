@@ -23,6 +23,7 @@ use jni::sys::jlong;
 use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue, JavaVM};
 use prost::Message;
 
+use crate::jvm_expressions::JvmExpressions;
 use crate::logging;
 use crate::memory::{JvmBroadcastMemory, JvmBroker};
 
@@ -330,6 +331,12 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         }
         if consumer.is_null() {
             return Err(BridgeError::Invalid("no memory consumer".into()));
+        }
+        if !ember_engine::expressions::jvm::jvm_evaluator_registered() {
+            // Looked up here, in a call from the JVM, so that Spark's class loader finds Ember's class.
+            let class = env.find_class(jni_str!("org/apache/spark/sql/ember/execution/JvmExpressions"))?;
+            let evaluator = JvmExpressions::new(env.new_global_ref(&class)?);
+            ember_engine::expressions::jvm::register_jvm_evaluator(Box::new(evaluator));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
         let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, broker)?;

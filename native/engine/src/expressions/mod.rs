@@ -7,6 +7,7 @@ pub mod decimal_sum_avg;
 pub mod float_min_max;
 pub mod functions;
 pub mod hash;
+pub mod jvm;
 pub mod logical;
 pub mod mode;
 pub mod nondeterministic;

@@ -86,7 +86,24 @@ fn create_kind(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
         Kind::NormalizeFloat(n) => normalize_float_expr(n, schema),
         Kind::Cast(c) => cast_expr(c, schema),
         Kind::ScalarFunction(f) => super::functions::scalar_function_expr(f, schema),
+        Kind::Jvm(j) => jvm_expr(j, schema),
     }
+}
+
+/// A Spark expression evaluated on the JVM over the columns it reads (see `expressions/jvm.rs`).
+fn jvm_expr(j: &pb::JvmExpr, schema: &Schema) -> Result<PhysicalExprRef> {
+    if j.children.is_empty() {
+        return Err(plan_error(format!("{}: a JVM expression must read at least one column", j.name)));
+    }
+    let args = j.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
+    let return_type = required_type(&j.result_type)?;
+    let kernel = crate::expressions::jvm::JvmKernel::new(j.name.clone(), j.expression.clone(), return_type.clone());
+    Ok(Arc::new(crate::expressions::functions::FunctionExpr::new(
+        format!("jvm:{}", j.name),
+        args,
+        return_type,
+        Arc::new(kernel),
+    )))
 }
 
 fn column_expr(c: &pb::ColumnRef, schema: &Schema) -> Result<PhysicalExprRef> {

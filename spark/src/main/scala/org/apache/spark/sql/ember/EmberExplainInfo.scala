@@ -1,6 +1,7 @@
 package org.apache.spark.sql.ember
 
 import org.apache.spark.sql.ember.execution.{EmberExec, EmberInputExec}
+import org.apache.spark.sql.ember.serde.ExprSerde
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{
   AdaptiveSparkPlanExec,
@@ -36,8 +37,17 @@ object EmberExplainInfo extends AdaptiveSparkPlanHelper {
       case other => other
     }
     val native = nativeOperators(planned)
-    (if (native.isEmpty) "Native: none" else s"Native: ${native.mkString(", ")}") +: fallbackLines(planned)
+    ((if (native.isEmpty) "Native: none" else s"Native: ${native.mkString(", ")}") +: jvmLines(planned)) ++
+      fallbackLines(planned)
   }
+
+  /** One line per native operator with expressions Spark evaluates inside it: `NodeName: evaluated by Spark: …`. */
+  def jvmLines(plan: SparkPlan): Seq[String] =
+    nodes(plan).collect {
+      case e: EmberExec if ExprSerde.jvmExpressions(e.nativeOperator).nonEmpty =>
+        s"${e.nodeName}: evaluated by Spark inside the native plan: " +
+          ExprSerde.jvmExpressions(e.nativeOperator).mkString(", ")
+    }.distinct
 
   private def nodes(plan: SparkPlan): Seq[SparkPlan] =
     collectWithSubqueries(plan) { case p => p }.flatMap {

@@ -66,6 +66,15 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     case other => other
   }
 
+  /**
+   * A test of the engine's own kernels and their refusals: expressions without a kernel fall back instead of
+   * being evaluated by Spark inside the native plan (`spark.ember.expression.jvm.enabled=false`).
+   */
+  protected def testNativeKernels(name: String)(body: => Any)(implicit
+      pos: org.scalactic.source.Position
+  ): Unit =
+    test(name)(withSQLConf("spark.ember.expression.jvm.enabled" -> "false")(body))
+
   protected def withEmber[T](enabled: Boolean)(f: => T): T =
     withSQLConf("spark.ember.enabled" -> enabled.toString)(f)
 

@@ -105,6 +105,8 @@ class NativePlanIterator(
     try f
     catch {
       case e: EmberSparkError => throw EmberErrors.toSparkException(e, queryContexts.get)
+      case _: EmberNativeException if JvmExpressions.hasFailure =>
+        throw JvmExpressions.takeFailure().get
       case e: EmberNativeException =>
         (readers.filter(_ != null).map(_.failure) ++ rowSources.collect { case s: NativeInputSource =>
           s.failure

@@ -107,7 +107,11 @@ object AggregateSerde extends OperatorSerde[BaseAggregateExec] {
     }
   }
 
-  override def convert(plan: BaseAggregateExec): Either[String, proto.Operator] = {
+  // Keys, arguments and results Ember has no kernel for are evaluated by Spark inside the native aggregate.
+  override def convert(plan: BaseAggregateExec): Either[String, proto.Operator] =
+    ExprSerde.withJvmExpressions(convertAggregate(plan))
+
+  private def convertAggregate(plan: BaseAggregateExec): Either[String, proto.Operator] = {
     val conf = SQLConf.get
     val tz = conf.sessionLocalTimeZone
     val aggs = plan.aggregateExpressions

@@ -123,7 +123,96 @@ object ExprSerde {
     build(0, operands.size)
   }
 
-  private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result = {
+  /** Set while an operator that lets Spark evaluate expressions inside its native plan converts its own. */
+  private val jvmAllowed = new ThreadLocal[java.lang.Boolean] {
+    override def initialValue(): java.lang.Boolean = false
+  }
+
+  /**
+   * `f`, where an expression the engine has no kernel for is evaluated by Spark's own code inside the native
+   * plan (a `JvmExpr`, see [[jvm]]) instead of sending the operator to Spark
+   * (`spark.ember.expression.jvm.enabled`).
+   */
+  def withJvmExpressions[T](f: => T): T =
+    if (!EmberConf.JVM_EXPRESSIONS.get()) f
+    else {
+      val before = jvmAllowed.get()
+      jvmAllowed.set(true)
+      try f
+      finally jvmAllowed.set(before)
+    }
+
+  private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result =
+    convertNode(expr, input) match {
+      case Left(reason) if jvmAllowed.get() => jvm(expr, input).left.map(why => s"$reason ($why)")
+      case native => native
+    }
+
+  /**
+   * `expr` as a `JvmExpr`: Spark's expression bound to the columns it reads, which the engine evaluates and hands
+   * over per batch. Only what Spark itself evaluates row by row from those columns alone: deterministic, no
+   * subquery, aggregate, generator or otherwise unevaluable part, types the engine carries (no arrays).
+   */
+  private def jvm(expr: Expression, input: Seq[Attribute]): Result = {
+    val tz = SQLConf.get.sessionLocalTimeZone
+    def typ(dt: DataType) = TypeSerde.convert(dt, tz, arrays = false)
+    val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
+    val unfit = expr.collectFirst {
+      case e: PlanExpression[_] => s"${e.prettyName} is a subquery"
+      case e: Unevaluable if !e.isInstanceOf[Attribute] => s"${e.prettyName} is not evaluable"
+      case e: aggregate.AggregateFunction => s"${e.prettyName} is an aggregate"
+      case e: Generator => s"${e.prettyName} is a generator"
+    }
+    if (!EmberConf.JVM_EXPRESSIONS.get()) Left("JVM expressions are off")
+    else if (unfit.isDefined) Left(unfit.get)
+    else if (!expr.deterministic) Left("not deterministic")
+    else if (refs.exists(a => input.indexWhere(_.exprId == a.exprId) < 0))
+      Left("reads a column not in the input")
+    else
+      for {
+        rt <- typ(expr.dataType)
+        // An expression of no column still needs the batch's row count: it gets one column it ignores.
+        read <-
+          if (refs.nonEmpty) Right(refs)
+          else input.find(a => typ(a.dataType).isRight).map(Seq(_)).toRight("reads no column")
+        children <- read.foldLeft[Either[String, Seq[proto.Expr]]](Right(Nil)) { (acc, a) =>
+          acc.flatMap(cs => typ(a.dataType).flatMap(_ => convertNode(a, input)).map(cs :+ _))
+        }
+      } yield {
+        val bound = BindReferences.bindReference(expr, refs)
+        val bytes = org.apache.spark.network.util.JavaUtils.bufferToArray(
+          org.apache.spark.SparkEnv.get.closureSerializer.newInstance().serialize[Expression](bound)
+        )
+        val b = proto.JvmExpr
+          .newBuilder()
+          .setExpression(com.google.protobuf.ByteString.copyFrom(bytes))
+          .setResultType(rt)
+          .setNullable(expr.nullable)
+          .setName(scala.util.Try(expr.sql).getOrElse(expr.prettyName))
+        children.foreach(b.addChildren)
+        wrap(_.setJvm(b))
+      }
+  }
+
+  /** The SQL text of every expression in `m` (an operator or expression proto) that Spark evaluates on the JVM. */
+  def jvmExpressions(m: Message): Seq[String] = {
+    val out = scala.collection.mutable.ArrayBuffer.empty[String]
+    def walk(m: Message): Unit = {
+      m match {
+        case e: proto.Expr if e.hasJvm => out += e.getJvm.getName
+        case _ =>
+      }
+      m.getAllFields.values.forEach {
+        case list: java.util.List[_] => list.forEach { case v: Message => walk(v); case _ => }
+        case v: Message => walk(v)
+        case _ =>
+      }
+    }
+    walk(m)
+    out.toSeq
+  }
+
+  private def convertNode(expr: Expression, input: Seq[Attribute]): Result = {
     val tz = SQLConf.get.sessionLocalTimeZone
     def typ(dt: DataType) = TypeSerde.convert(dt, tz, arrays = true)
     def rec(e: Expression) = convertUnchecked(e, input)

@@ -10,6 +10,6 @@ object FilterSerde extends OperatorSerde[FilterExec] {
   override def convert(plan: FilterExec): Either[String, proto.Operator] =
     for {
       _ <- checkSchema(plan.child.output)
-      p <- ExprSerde.convert(plan.condition, plan.child.output)
+      p <- ExprSerde.withJvmExpressions(ExprSerde.convert(plan.condition, plan.child.output))
     } yield op(_.setFilter(proto.Filter.newBuilder().setPredicate(p)))
 }

@@ -11,7 +11,7 @@ object ProjectSerde extends OperatorSerde[ProjectExec] {
     for {
       _ <- checkSchema(plan.child.output)
       _ <- checkSchema(plan.output)
-      exprs <- ExprSerde.convertAll(plan.projectList, plan.child.output)
+      exprs <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(plan.projectList, plan.child.output))
     } yield {
       val b = proto.Projection.newBuilder()
       exprs.zip(plan.projectList).foreach { case (e, ne) =>

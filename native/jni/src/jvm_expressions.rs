@@ -1,0 +1,70 @@
+//! The production [`JvmEvaluator`]: Spark's projection of a serialized expression, run by the JVM class
+//! `org.apache.spark.sql.ember.execution.JvmExpressions` on the task's thread over Arrow's C data interface.
+use arrow::array::{Array, ArrayRef, RecordBatch, StructArray};
+use arrow::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use datafusion_common::{DataFusionError, Result};
+use ember_engine::expressions::jvm::JvmEvaluator;
+use jni::errors::Error as JniError;
+use jni::objects::JClass;
+use jni::refs::Global;
+use jni::{jni_sig, jni_str, JValue, JavaVM};
+
+pub struct JvmExpressions {
+    class: Global<JClass<'static>>,
+}
+
+impl JvmExpressions {
+    pub fn new(class: Global<JClass<'static>>) -> Self {
+        Self { class }
+    }
+}
+
+impl JvmEvaluator for JvmExpressions {
+    fn evaluate(&self, expression: &[u8], args: &RecordBatch) -> Result<ArrayRef> {
+        let data = StructArray::from(args.clone()).into_data();
+        let (in_array, in_schema) = to_ffi(&data)?;
+        let mut in_array = Box::new(in_array);
+        let mut in_schema = Box::new(in_schema);
+        let mut out_array = Box::new(FFI_ArrowArray::empty());
+        let mut out_schema = Box::new(FFI_ArrowSchema::empty());
+        let addr = |p: *mut u8| JValue::Long(p as i64);
+        let ok = JavaVM::singleton()
+            .and_then(|vm| {
+                vm.attach_current_thread(|env| {
+                    env.with_local_frame(8, |env| -> jni::errors::Result<bool> {
+                        let bytes = env.byte_array_from_slice(expression)?;
+                        let args = [
+                            JValue::Object(&bytes),
+                            addr(&mut *in_array as *mut FFI_ArrowArray as *mut u8),
+                            addr(&mut *in_schema as *mut FFI_ArrowSchema as *mut u8),
+                            addr(&mut *out_array as *mut FFI_ArrowArray as *mut u8),
+                            addr(&mut *out_schema as *mut FFI_ArrowSchema as *mut u8),
+                        ];
+                        let out = env
+                            .call_static_method(&self.class, jni_str!("evaluate"), jni_sig!("([BJJJJ)Z"), &args)
+                            .and_then(|v| v.z());
+                        // The JVM side keeps its own failures for the task to rethrow; nothing stays pending.
+                        if env.exception_check() {
+                            env.exception_clear();
+                            return Err(JniError::JavaException);
+                        }
+                        out
+                    })
+                })
+            })
+            .map_err(|e| DataFusionError::External(format!("calling Spark for a JVM expression failed: {e}").into()))?;
+        if !ok {
+            return Err(DataFusionError::External("a JVM expression failed (Spark's exception follows)".into()));
+        }
+        // SAFETY: the JVM exported one struct array (one column) into the two C structs: the array is moved
+        // into `from_ffi`, which takes over its release callback; the schema is released when dropped here.
+        let out = unsafe { from_ffi(*out_array, &out_schema) }?;
+        // Offsets and UTF-8 checked: a value Spark's code made (a UDF's UTF8String) may hold any bytes.
+        out.validate_full()?;
+        let out = StructArray::from(out);
+        if out.num_columns() != 1 {
+            return Err(DataFusionError::Internal(format!("a JVM expression returned {} columns", out.num_columns())));
+        }
+        Ok(out.column(0).clone())
+    }
+}

@@ -1,0 +1,109 @@
+package org.apache.spark.sql.ember.execution
+
+import java.nio.ByteBuffer
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.arrow.c.{ArrowArray, ArrowSchema, Data}
+import org.apache.arrow.memory.BufferAllocator
+import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.spark.SparkEnv
+import org.apache.spark.sql.catalyst.expressions.{Expression, UnsafeProjection}
+import org.apache.spark.sql.execution.arrow.ArrowWriter
+import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.util.ArrowUtils
+import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+
+/**
+ * The JVM side of the engine's JVM expressions (proto `JvmExpr`, `expressions/jvm.rs`): a deterministic Spark
+ * expression the engine has no kernel for, evaluated by Spark's own generated code over a batch of the columns it
+ * reads, inside a native operator. Called by the native side on the task's thread, once per batch.
+ */
+object JvmExpressions {
+
+  /** A deserialized expression and its projection (one per thread: generated projections are not thread-safe). */
+  private final class Compiled(val expr: Expression) {
+    val projection: UnsafeProjection = UnsafeProjection.create(Seq(expr))
+    val schema: StructType = StructType(Seq(StructField("c0", expr.dataType, expr.nullable)))
+  }
+
+  /** Per task thread: the last expressions compiled, by their serialized bytes (a task's plan has a few). */
+  private val compiled = new ThreadLocal[java.util.LinkedHashMap[ByteBuffer, Compiled]] {
+    override def initialValue(): java.util.LinkedHashMap[ByteBuffer, Compiled] =
+      new java.util.LinkedHashMap[ByteBuffer, Compiled](16, 0.75f, true) {
+        override def removeEldestEntry(e: java.util.Map.Entry[ByteBuffer, Compiled]): Boolean = size() > 32
+      }
+  }
+
+  /** A failure of Spark's code, kept for the task to rethrow as it is once the native call has returned. */
+  private val failure = new ThreadLocal[Throwable]
+
+  def hasFailure: Boolean = failure.get() != null
+
+  /** The failure of the last call on this thread, if any, cleared. */
+  def takeFailure(): Option[Throwable] = {
+    val f = Option(failure.get())
+    failure.remove()
+    f
+  }
+
+  private lazy val allocator: BufferAllocator =
+    ArrowUtils.rootAllocator.newChildAllocator("ember-jvm-expressions", 0, Long.MaxValue)
+
+  private def compile(bytes: Array[Byte]): Compiled = {
+    val cache = compiled.get()
+    val key = ByteBuffer.wrap(bytes)
+    var c = cache.get(key)
+    if (c == null) {
+      val expr = SparkEnv.get.closureSerializer
+        .newInstance()
+        .deserialize[Expression](ByteBuffer.wrap(bytes), Thread.currentThread().getContextClassLoader)
+      c = new Compiled(expr)
+      cache.put(key, c)
+    }
+    c
+  }
+
+  /**
+   * Evaluates `expression` (Java-serialized, bound to the input's columns) over the struct array at
+   * `inArray`/`inSchema` and exports one struct array of one column into `outArray`/`outSchema`. False when
+   * Spark's code failed: the failure waits in [[takeFailure]].
+   */
+  def evaluate(
+      expression: Array[Byte],
+      inArray: Long,
+      inSchema: Long,
+      outArray: Long,
+      outSchema: Long
+  ): Boolean =
+    try {
+      val c = compile(expression)
+      val in =
+        Data.importVectorSchemaRoot(allocator, ArrowArray.wrap(inArray), ArrowSchema.wrap(inSchema), null)
+      try {
+        val columns: Array[ColumnVector] =
+          in.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
+        val batch = new ColumnarBatch(columns, in.getRowCount)
+        val arrowSchema = ArrowUtils.toArrowSchema(c.schema, "UTC", true, false)
+        val out = VectorSchemaRoot.create(arrowSchema, allocator)
+        try {
+          val writer = ArrowWriter.create(out)
+          val rows = batch.rowIterator()
+          while (rows.hasNext) writer.write(c.projection(rows.next()))
+          writer.finish()
+          Data.exportVectorSchemaRoot(
+            allocator,
+            out,
+            null,
+            ArrowArray.wrap(outArray),
+            ArrowSchema.wrap(outSchema)
+          )
+        } finally out.close()
+      } finally in.close()
+      true
+    } catch {
+      case t: Throwable =>
+        failure.set(t)
+        false
+    }
+}

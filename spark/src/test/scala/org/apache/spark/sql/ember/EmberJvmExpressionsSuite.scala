@@ -1,0 +1,116 @@
+package org.apache.spark.sql.ember
+
+import org.apache.spark.SparkException
+import org.apache.spark.sql.classic.DataFrame
+import org.apache.spark.sql.ember.execution.{EmberAggregateExec, EmberFilterExec, EmberProjectExec}
+import org.apache.spark.sql.execution.{FilterExec, ProjectExec}
+import org.apache.spark.sql.functions._
+import org.ember.EmberConf
+
+/**
+ * Expressions the engine has no kernel for — Scala UDFs, `get_json_object`, `format_string` — evaluated by
+ * Spark's own code inside native projections, filters and aggregates (proto `JvmExpr`): Spark's rows with nulls, multi-byte
+ * strings, decimals, dates and timestamps; no Spark projection or filter left; a failing UDF raises Spark's own
+ * exception, and only for rows Spark evaluates it on (AND, CASE); explain names the expressions; off, the
+ * operator falls back.
+ */
+class EmberJvmExpressionsSuite extends EmberQueryTest {
+
+  private lazy val data: DataFrame = DataGen.table(spark, 3000).cache()
+
+  private val native = Seq(cls[EmberProjectExec], cls[EmberFilterExec])
+
+  private val plusOne = udf((x: Int) => x + 1)
+  private val shout = udf((s: String) => if (s == null) null else s.reverse.toUpperCase + "!")
+  private val describe = udf((d: java.math.BigDecimal, t: java.sql.Timestamp) => s"$d@$t")
+  private val boom = udf((x: Int) => if (x % 7 == 0) throw new IllegalArgumentException(s"boom $x") else x)
+
+  private def noSparkProjectOrFilter(df: DataFrame): Unit = {
+    val left = executedNodes(df).filter(n => n.isInstanceOf[ProjectExec] || n.isInstanceOf[FilterExec])
+    assert(left.isEmpty, s"Spark operators left:\n${df.queryExecution.executedPlan}")
+  }
+
+  test("Scala UDFs and functions without a kernel in projections and filters run inside the native plan") {
+    def query: DataFrame = data
+      .where(plusOne(col("i32")) % 3 =!= 0 && length(shout(col("s"))) > 2)
+      .select(
+        col("id"),
+        plusOne(col("i32")).as("p"),
+        shout(col("s")).as("sh"),
+        upper(shout(col("s"))).as("nested"),
+        describe(col("dec"), col("ts")).as("d"),
+        expr("get_json_object(concat('{\"a\":', cast(i64 as string), ',\"s\":\"', s, '\"}'), '$.a')").as("j"),
+        expr("format_string('%s|%d|%.3f', s, i32, f64)").as("f"),
+        (plusOne(col("i32")) % 1000 * 2 + col("i16")).as("mixed")
+      )
+    val df = checkSparkAnswerAndNative(query, native)
+    noSparkProjectOrFilter(df)
+    val explained = EmberExplainInfo.explain(df.queryExecution.executedPlan).mkString("\n")
+    assert(explained.contains("evaluated by Spark inside the native plan"), explained)
+    assert(explained.contains("get_json_object"), explained)
+  }
+
+  test("grouping keys and aggregate arguments without a kernel run inside the native aggregate") {
+    checkSparkAnswerAndNative(
+      data
+        .groupBy(shout(col("s")).as("k"))
+        .agg(max(plusOne(col("i32")) % 100).as("p"), max(expr("format_string('%05d', i16)")).as("f")),
+      Seq(cls[EmberAggregateExec])
+    )
+  }
+
+  test("a failing UDF raises Spark's exception, and only where Spark evaluates it (AND, CASE)") {
+    def failing: DataFrame = data.select(boom(col("i32")).as("b"))
+    val sparkError = withEmber(enabled = false)(intercept[SparkException](failing.collect()))
+    val emberError = withEmber(enabled = true)(intercept[SparkException](failing.collect()))
+    assert(emberError.getCondition == sparkError.getCondition, emberError)
+    assert(emberError.getCondition == "FAILED_EXECUTE_UDF", emberError)
+    assert(Option(emberError.getCause).map(_.getMessage).exists(_.startsWith("boom")), emberError)
+    // Rows where the UDF would fail never reach it.
+    val guarded = checkSparkAnswerAndNative(
+      data
+        .where(col("i32") % 7 =!= 0 && boom(col("i32")) > 0)
+        .select(col("id"), when(col("i32") % 7 === 0, lit(-1)).otherwise(boom(col("i32"))).as("b")),
+      native
+    )
+    noSparkProjectOrFilter(guarded)
+    checkSparkAnswerAndNative(
+      data.select(col("id"), when(col("i32") % 7 === 0, lit(-1)).otherwise(boom(col("i32"))).as("b")),
+      native
+    )
+  }
+
+  test(
+    "what the engine refuses (Math's intrinsics, lazily evaluated arguments) runs inside it through Spark"
+  ) {
+    val df = checkSparkAnswerAndNative(
+      data.select(
+        col("id"),
+        sin(col("f64")).as("sin"),
+        cos(col("i32")).as("cos"),
+        tan(col("f32")).as("tan"),
+        // Spark evaluates only the chosen argument: 1 / 0 never raises for rows choosing the other.
+        expr("elt(if(i32 % 2 = 0, 1, 2), cast(i16 as string), cast(1 div (i32 % 2) as string))").as("elt")
+      ),
+      native
+    )
+    noSparkProjectOrFilter(df)
+  }
+
+  test("empty input, all-null columns, a JVM expression over a native one") {
+    checkSparkAnswerAndNative(data.where(col("id") < 0).select(shout(col("s"))), native)
+    checkSparkAnswerAndNative(
+      data.select(shout(lit(null).cast("string")).as("n"), shout(concat(col("s"), lit("ü"))).as("c")),
+      native
+    )
+  }
+
+  test("switched off: the operator falls back, with the reason") {
+    withSQLConf(EmberConf.JVM_EXPRESSIONS.key -> "false") {
+      val df = data.select(shout(col("s")))
+      df.collect()
+      val reasons = EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan)
+      assert(reasons.exists(_.contains("Project")), reasons)
+    }
+  }
+}
