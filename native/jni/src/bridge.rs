@@ -23,6 +23,7 @@ use jni::sys::jlong;
 use jni::{jni_sig, jni_str, Env, EnvUnowned, JValue, JavaVM};
 use prost::Message;
 
+use crate::calendar::JvmCalendar;
 use crate::jvm_expressions::JvmExpressions;
 use crate::logging;
 use crate::memory::{JvmBroadcastMemory, JvmBroker};
@@ -640,6 +641,11 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_registerJulianRebase<'l>(
 ) {
     env.with_env(|env| -> BridgeResult<()> {
         let bytes = env.convert_byte_array(&tables)?;
+        // Where the tables stop, Spark's own calendar: looked up here, in a call from the JVM, with its loader.
+        let class = env.find_class(jni_str!("org/apache/spark/sql/ember/execution/CalendarRebase"))?;
+        ember_engine::planner::parquet_scan::register_calendar_rebase(Box::new(JvmCalendar::new(
+            env.new_global_ref(&class)?,
+        )));
         Ok(ember_engine::planner::parquet_scan::register_julian_rebase(&bytes)?)
     })
     .resolve::<ThrowEmberException>()

@@ -7,6 +7,7 @@
 //! sound in a `// SAFETY:` comment (clippy's `undocumented_unsafe_blocks` fails the lint otherwise).
 #![deny(clippy::undocumented_unsafe_blocks)]
 mod bridge;
+mod calendar;
 mod jvm_expressions;
 mod logging;
 mod memory;

@@ -22,8 +22,9 @@
 //!   from the hybrid Julian calendar (Spark's switch table) and timestamps by Spark's per-zone rebase tables
 //!   (handed over by the JVM, [`register_julian_rebase`]) in the zone the file names, else the executor JVM's
 //!   default zone. Where Spark computes the rebase with `java.util.Calendar` instead (a timestamp before year
-//!   1, a zone without a table) the read fails, naming the key that leaves the scan to Spark. TIMESTAMP_NTZ is
-//!   never rebased.
+//!   1, a zone without a table) those values go to Spark's own `RebaseDateTime` on the JVM, one call per
+//!   batch ([`register_calendar_rebase`]); without it (the engine's tests) the read fails, naming the key that
+//!   leaves the scan to Spark. TIMESTAMP_NTZ is never rebased.
 //! - **Filters.** Spark keeps every data filter of a file scan in a filter above it, so the reader only ever
 //!   saves work, and an answer never depends on it. Simple conjuncts of the data filters (`column <op>
 //!   literal`, IN, IS [NOT] NULL) skip row groups whose statistics prove that no row passes, then pages whose
@@ -255,6 +256,20 @@ static JULIAN_REBASE: std::sync::OnceLock<std::collections::HashMap<String, Arc<
 /// application).
 pub fn register_julian_rebase(zones: std::collections::HashMap<String, Arc<ZoneRebase>>) {
     let _ = JULIAN_REBASE.set(zones);
+}
+
+/// Spark's `RebaseDateTime.rebaseJulianToGregorianMicros(zone, micros)` on the JVM, for the LEGACY timestamps the
+/// tables do not cover (before year 1, or in a zone without a table), where Spark uses `java.util.Calendar`:
+/// rebases `micros` in place.
+pub trait CalendarRebase: Send + Sync {
+    fn rebase_micros(&self, zone: &str, micros: &mut [i64]) -> Result<(), String>;
+}
+
+static CALENDAR_REBASE: std::sync::OnceLock<Box<dyn CalendarRebase>> = std::sync::OnceLock::new();
+
+/// The process's JVM calendar (the first call wins).
+pub fn register_calendar_rebase(rebase: Box<dyn CalendarRebase>) {
+    let _ = CALENDAR_REBASE.set(rebase);
 }
 
 /// The zone a LEGACY timestamp rebase of one file uses, and its table when Spark has one.
@@ -1359,23 +1374,42 @@ fn convert_temporal(
                         (RebaseMode::Exception, _) => micros,
                         (RebaseMode::Legacy, _) if !below() => micros,
                         // Before year 1, or in a zone Spark has no table for, Spark rebases with the JVM's
-                        // calendar: such a file is left to Spark's reader.
+                        // calendar: those values go to Spark's code, one call per batch.
                         (RebaseMode::Legacy, table) => {
-                            let unsupported = || {
-                                failed_read(
-                                    path,
-                                    format!(
-                                        "column {column}: a timestamp before year 1 or in time zone {} (no rebase \
-                                         table in Spark) of a file written in Spark's legacy hybrid calendar is \
-                                         not rebased by the native Parquet scan; set \
-                                         spark.ember.exec.parquetScan.enabled=false to read this file with Spark",
-                                        r.zone.name
-                                    ),
-                                )
-                            };
-                            let table = table.as_ref().ok_or_else(unsupported)?;
                             let last = rebase.last_switch_julian_ts;
-                            micros.try_unary(|v| table.rebase(v, last).ok_or_else(unsupported))?
+                            let mut values = micros.values().to_vec();
+                            let mut pending = vec![];
+                            for (i, v) in values.iter_mut().enumerate() {
+                                if micros.is_valid(i) && *v < last {
+                                    match table.as_ref().and_then(|t| t.rebase(*v, last)) {
+                                        Some(rebased) => *v = rebased,
+                                        None => pending.push(i),
+                                    }
+                                }
+                            }
+                            if !pending.is_empty() {
+                                let calendar = CALENDAR_REBASE.get().ok_or_else(|| {
+                                    failed_read(
+                                        path,
+                                        format!(
+                                            "column {column}: a timestamp before year 1 or in time zone {} (no \
+                                             rebase table in Spark) of a file written in Spark's legacy hybrid \
+                                             calendar needs Spark's calendar, which this process does not have; \
+                                             set spark.ember.exec.parquetScan.enabled=false to read this file \
+                                             with Spark",
+                                            r.zone.name
+                                        ),
+                                    )
+                                })?;
+                                let mut ancient: Vec<i64> = pending.iter().map(|&i| values[i]).collect();
+                                calendar
+                                    .rebase_micros(&r.zone.name, &mut ancient)
+                                    .map_err(|e| failed_read(path, format!("column {column}: {e}")))?;
+                                for (&i, v) in pending.iter().zip(ancient) {
+                                    values[i] = v;
+                                }
+                            }
+                            PrimitiveArray::new(values.into(), micros.nulls().cloned())
                         }
                     }
                 }

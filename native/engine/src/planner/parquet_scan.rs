@@ -89,6 +89,8 @@ where
         .with_row_filter(task.filter_rows))
 }
 
+pub use crate::operators::parquet_scan::{register_calendar_rebase, CalendarRebase};
+
 /// Spark's rebase tables (proto `JulianRebaseTables`) → the Parquet reader's, once per process.
 pub fn register_julian_rebase(bytes: &[u8]) -> Result<()> {
     let tables = <pb::JulianRebaseTables as prost::Message>::decode(bytes)

@@ -462,26 +462,39 @@ class EmberParquetScanSuite extends EmberQueryTest {
     }
   }
 
-  test("LEGACY timestamps before year 1: the native scan fails naming the key (known limit)") {
-    withTempPath { dir =>
-      val path = dir.getCanonicalPath
-      withSQLConf(
-        "spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS",
-        "spark.sql.parquet.datetimeRebaseModeInWrite" -> "LEGACY"
-      ) {
-        // 0001-01-01 minus a year: Spark rebases it with java.util.Calendar, not by its tables.
-        spark
-          .range(2)
-          .selectExpr("id", "timestamp_micros(-62135596800000000L - 31557600000000L * id) AS ts")
-          .write
-          .parquet(path)
-      }
-      val query = () => spark.read.parquet(path).where(col("id") =!= -1).select("id", "ts")
-      assert(withEmber(enabled = false)(query().collect()).length == 2)
-      val e = withEmber(enabled = true)(intercept[SparkException](query().collect()))
-      assert(messages(e).contains("spark.ember.exec.parquetScan.enabled"), e)
-      withSQLConf("spark.ember.exec.parquetScan.enabled" -> "false") {
-        checkSparkAnswerAndNative(query(), Seq(cls[EmberFilterExec]))
+  test("LEGACY timestamps before year 1 and in zones without a table: Spark's calendar, read natively") {
+    // Before 0001-01-01, or written in a fixed-offset zone Spark has no table for: Spark rebases these with
+    // java.util.Calendar, which the native reader calls on the JVM for just those values.
+    for ((zone, output) <- Seq("America/Los_Angeles" -> "TIMESTAMP_MICROS", "+05:17" -> "INT96")) {
+      withTempPath { dir =>
+        val path = dir.getCanonicalPath
+        withSQLConf(
+          "spark.sql.session.timeZone" -> zone,
+          "spark.sql.parquet.outputTimestampType" -> output,
+          "spark.sql.parquet.datetimeRebaseModeInWrite" -> "LEGACY",
+          "spark.sql.parquet.int96RebaseModeInWrite" -> "LEGACY"
+        ) {
+          spark
+            .range(0, 600, 1, 2)
+            .selectExpr(
+              "id",
+              "CASE WHEN id % 5 = 0 THEN NULL ELSE " +
+                "timestamp_micros(-62135596800000000L - 31557600000000L * (id - 300) + id * 3600000000L) END AS ts"
+            )
+            .write
+            .parquet(path)
+        }
+        withSQLConf("spark.sql.session.timeZone" -> zone) {
+          val result = sameOutcome(
+            () =>
+              spark.read
+                .parquet(path)
+                .where(col("id") =!= -1)
+                .select(col("id"), col("ts"), col("ts").cast("string")),
+            native = true
+          )
+          assert(result.isSuccess && result.get.size == 600, s"$zone/$output: $result")
+        }
       }
     }
   }
