@@ -370,10 +370,10 @@ fn input_kinds(plan: &ember_engine::proto::Plan) -> Vec<(usize, i32)> {
     out
 }
 
-/// Runs `call` against a JVM input source on this (task) thread, in a local frame of its own: a plan may call
-/// its sources thousands of times within one JNI call. A Java exception is cleared here — the source keeps it
-/// and the JVM side rethrows it — so that no JNI call runs with an exception pending.
-fn call_source<T>(
+/// Runs `call` against the JVM (an input source, Spark's memory or code) on this (task) thread, in a local frame
+/// of its own: a plan may call the JVM thousands of times within one JNI call. A Java exception is cleared here —
+/// the JVM side keeps what it needs and rethrows it — so that no JNI call runs with an exception pending.
+pub(crate) fn call_source<T>(
     what: &str,
     call: impl FnOnce(&mut jni::Env) -> jni::errors::Result<T>,
 ) -> datafusion_common::Result<T> {

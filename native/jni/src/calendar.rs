@@ -4,7 +4,9 @@
 use ember_engine::planner::parquet_scan::CalendarRebase;
 use jni::objects::JClass;
 use jni::refs::Global;
-use jni::{jni_sig, jni_str, JValue, JavaVM};
+use jni::{jni_sig, jni_str, JValue};
+
+use crate::bridge::call_source;
 
 pub struct JvmCalendar {
     class: Global<JClass<'static>>,
@@ -18,31 +20,18 @@ impl JvmCalendar {
 
 impl CalendarRebase for JvmCalendar {
     fn rebase_micros(&self, zone: &str, micros: &mut [i64]) -> Result<(), String> {
-        JavaVM::singleton()
-            .and_then(|vm| {
-                vm.attach_current_thread(|env| {
-                    env.with_local_frame(8, |env| -> jni::errors::Result<()> {
-                        let zone = env.new_string(zone)?;
-                        let values = env.new_long_array(micros.len())?;
-                        values.set_region(env, 0, micros)?;
-                        let out = env
-                            .call_static_method(
-                                &self.class,
-                                jni_str!("rebaseMicros"),
-                                jni_sig!("(Ljava/lang/String;[J)V"),
-                                &[JValue::Object(&zone), JValue::Object(&values)],
-                            )
-                            .map(|_| ());
-                        if env.exception_check() {
-                            env.exception_describe();
-                            env.exception_clear();
-                            return Err(jni::errors::Error::JavaException);
-                        }
-                        out?;
-                        values.get_region(env, 0, micros)
-                    })
-                })
-            })
-            .map_err(|e| format!("rebasing legacy timestamps with Spark's calendar failed: {e}"))
+        call_source("rebasing legacy timestamps with Spark's calendar failed", |env| {
+            let zone = env.new_string(zone)?;
+            let values = env.new_long_array(micros.len())?;
+            values.set_region(env, 0, micros)?;
+            env.call_static_method(
+                &self.class,
+                jni_str!("rebaseMicros"),
+                jni_sig!("(Ljava/lang/String;[J)V"),
+                &[JValue::Object(&zone), JValue::Object(&values)],
+            )?;
+            values.get_region(env, 0, micros)
+        })
+        .map_err(|e| e.to_string())
     }
 }

@@ -4,10 +4,11 @@ use arrow::array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use datafusion_common::{DataFusionError, Result};
 use ember_engine::expressions::jvm::JvmEvaluator;
-use jni::errors::Error as JniError;
 use jni::objects::JClass;
 use jni::refs::Global;
-use jni::{jni_sig, jni_str, JValue, JavaVM};
+use jni::{jni_sig, jni_str, JValue};
+
+use crate::bridge::call_source;
 
 pub struct JvmExpressions {
     class: Global<JClass<'static>>,
@@ -28,31 +29,18 @@ impl JvmEvaluator for JvmExpressions {
         let mut out_array = Box::new(FFI_ArrowArray::empty());
         let mut out_schema = Box::new(FFI_ArrowSchema::empty());
         let addr = |p: *mut u8| JValue::Long(p as i64);
-        let ok = JavaVM::singleton()
-            .and_then(|vm| {
-                vm.attach_current_thread(|env| {
-                    env.with_local_frame(8, |env| -> jni::errors::Result<bool> {
-                        let bytes = env.byte_array_from_slice(expression)?;
-                        let args = [
-                            JValue::Object(&bytes),
-                            addr(&mut *in_array as *mut FFI_ArrowArray as *mut u8),
-                            addr(&mut *in_schema as *mut FFI_ArrowSchema as *mut u8),
-                            addr(&mut *out_array as *mut FFI_ArrowArray as *mut u8),
-                            addr(&mut *out_schema as *mut FFI_ArrowSchema as *mut u8),
-                        ];
-                        let out = env
-                            .call_static_method(&self.class, jni_str!("evaluate"), jni_sig!("([BJJJJ)Z"), &args)
-                            .and_then(|v| v.z());
-                        // The JVM side keeps its own failures for the task to rethrow; nothing stays pending.
-                        if env.exception_check() {
-                            env.exception_clear();
-                            return Err(JniError::JavaException);
-                        }
-                        out
-                    })
-                })
-            })
-            .map_err(|e| DataFusionError::External(format!("calling Spark for a JVM expression failed: {e}").into()))?;
+        // The JVM side keeps its own failures for the task to rethrow.
+        let ok = call_source("calling Spark for a JVM expression failed", |env| {
+            let bytes = env.byte_array_from_slice(expression)?;
+            let args = [
+                JValue::Object(&bytes),
+                addr(&mut *in_array as *mut FFI_ArrowArray as *mut u8),
+                addr(&mut *in_schema as *mut FFI_ArrowSchema as *mut u8),
+                addr(&mut *out_array as *mut FFI_ArrowArray as *mut u8),
+                addr(&mut *out_schema as *mut FFI_ArrowSchema as *mut u8),
+            ];
+            env.call_static_method(&self.class, jni_str!("evaluate"), jni_sig!("([BJJJJ)Z"), &args)?.z()
+        })?;
         if !ok {
             return Err(DataFusionError::External("a JVM expression failed (Spark's exception follows)".into()));
         }

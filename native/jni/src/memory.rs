@@ -9,6 +9,8 @@ use jni::objects::JObject;
 use jni::refs::Global;
 use jni::{jni_sig, jni_str, JValue, JavaVM};
 
+use crate::bridge::call_source;
+
 pub struct JvmBroker {
     consumer: Global<JObject<'static>>,
 }
@@ -70,17 +72,9 @@ impl JvmBroadcastMemory {
 
 impl BroadcastMemory for JvmBroadcastMemory {
     fn acquire(&self, bytes: usize) -> bool {
-        let granted = JavaVM::singleton().and_then(|vm| {
-            vm.attach_current_thread(|env| {
-                let out = env
-                    .call_method(&self.memory, jni_str!("acquire"), jni_sig!("(J)Z"), &[JValue::Long(bytes as i64)])
-                    .and_then(|v| v.z());
-                // A refusal by exception is a refusal: nothing may stay pending on the task's thread.
-                if env.exception_check() {
-                    env.exception_clear();
-                }
-                out
-            })
+        // A refusal by exception is a refusal.
+        let granted = call_source("asking Spark's storage memory failed", |env| {
+            env.call_method(&self.memory, jni_str!("acquire"), jni_sig!("(J)Z"), &[JValue::Long(bytes as i64)])?.z()
         });
         granted.unwrap_or_else(|e| {
             log::warn!("asking Spark's storage memory for {bytes} bytes failed: {e}");
@@ -89,16 +83,9 @@ impl BroadcastMemory for JvmBroadcastMemory {
     }
 
     fn release(&self, bytes: usize) {
-        let result = JavaVM::singleton().and_then(|vm| {
-            vm.attach_current_thread(|env| {
-                let out = env
-                    .call_method(&self.memory, jni_str!("release"), jni_sig!("(J)V"), &[JValue::Long(bytes as i64)])
-                    .map(|_| ());
-                if env.exception_check() {
-                    env.exception_clear();
-                }
-                out
-            })
+        let result = call_source("returning Spark's storage memory failed", |env| {
+            env.call_method(&self.memory, jni_str!("release"), jni_sig!("(J)V"), &[JValue::Long(bytes as i64)])
+                .map(|_| ())
         });
         if let Err(e) = result {
             log::error!("returning {bytes} bytes to Spark's storage memory failed: {e}");

@@ -111,6 +111,31 @@ pub(crate) fn source(schema: SchemaRef, batches: Vec<RecordBatch>) -> Arc<dyn Ex
     Arc::new(InputExec::new(0, schema, Box::new(reader)))
 }
 
+/// DataFusion's own `HashJoinExec` of the two sides (build left, on `keys`), unbounded: what every path must
+/// return.
+async fn reference_join(
+    build: &[RecordBatch],
+    probe: &[RecordBatch],
+    keys: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+    filter: Option<JoinFilter>,
+    join_type: JoinType,
+    null_equality: NullEquality,
+) -> Vec<RecordBatch> {
+    let reference = HashJoinExec::try_new(
+        source(build_schema(), build.to_vec()),
+        source(probe_schema(), probe.to_vec()),
+        keys,
+        filter,
+        &join_type,
+        None,
+        PartitionMode::CollectLeft,
+        null_equality,
+        false,
+    )
+    .unwrap();
+    collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap()
+}
+
 pub(crate) fn on() -> Vec<(PhysicalExprRef, PhysicalExprRef)> {
     vec![(Arc::new(Column::new("bk", 0)) as PhysicalExprRef, Arc::new(Column::new("pk", 0)) as PhysicalExprRef)]
 }
@@ -227,19 +252,7 @@ async fn check_on(
                     filter.is_some(),
                     dynamic_filter.is_some()
                 );
-                let reference = HashJoinExec::try_new(
-                    source(build_schema(), build.clone()),
-                    source(probe_schema(), probe.clone()),
-                    on(),
-                    filter.clone(),
-                    &join_type,
-                    None,
-                    PartitionMode::CollectLeft,
-                    null_equality,
-                    false,
-                )
-                .unwrap();
-                let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+                let expected = reference_join(&build, &probe, on(), filter.clone(), join_type, null_equality).await;
 
                 let e = env(64 << 20, compression);
                 let join = Arc::new(
@@ -426,19 +439,8 @@ async fn under_a_small_broker_budget() {
     let build = side(build_schema(), Shape { hot: 0.3, ..PLAIN }, 3);
     let probe = side(probe_schema(), PROBE, 4);
     for join_type in ALL_TYPES {
-        let reference = HashJoinExec::try_new(
-            source(build_schema(), build.clone()),
-            source(probe_schema(), probe.clone()),
-            on(),
-            Some(residual()),
-            &join_type,
-            None,
-            PartitionMode::CollectLeft,
-            NullEquality::NullEqualsNothing,
-            false,
-        )
-        .unwrap();
-        let expected = collect(Arc::new(reference), Arc::new(TaskContext::default())).await.unwrap();
+        let expected =
+            reference_join(&build, &probe, on(), Some(residual()), join_type, NullEquality::NullEqualsNothing).await;
         let budget = 150 << 10;
         let e = env(budget, SpillCompression::Lz4Frame);
         let join = Arc::new(
@@ -1229,19 +1231,9 @@ async fn shared_build_probed_by_every_task() {
                         .with_shared_build(Some(shared.clone())),
                     );
                     let got = collect(join.clone(), e.ctx.clone()).await.unwrap();
-                    let expected = HashJoinExec::try_new(
-                        source(build_schema(), build.clone()),
-                        source(probe_schema(), probe.clone()),
-                        on(),
-                        filter.clone(),
-                        &join_type,
-                        None,
-                        PartitionMode::CollectLeft,
-                        NullEquality::NullEqualsNothing,
-                        false,
-                    )
-                    .unwrap();
-                    let expected = collect(Arc::new(expected), e.ctx.clone()).await.unwrap();
+                    let expected =
+                        reference_join(&build, probe, on(), filter.clone(), join_type, NullEquality::NullEqualsNothing)
+                            .await;
                     assert_eq!(rows(&got), rows(&expected), "{join_type:?}, refused: {refuse}");
                     build_rows += join.metrics().unwrap().sum_by_name("build_rows").map_or(0, |v| v.as_usize());
                     assert_eq!(e.pool.reserved(), 0, "a shared table is not the task's");

@@ -43,11 +43,13 @@ object EmberExplainInfo extends AdaptiveSparkPlanHelper {
 
   /** One line per native operator with expressions Spark evaluates inside it: `NodeName: evaluated by Spark: …`. */
   def jvmLines(plan: SparkPlan): Seq[String] =
-    nodes(plan).collect {
-      case e: EmberExec if ExprSerde.jvmExpressions(e.nativeOperator).nonEmpty =>
-        s"${e.nodeName}: evaluated by Spark inside the native plan: " +
-          ExprSerde.jvmExpressions(e.nativeOperator).mkString(", ")
-    }.distinct
+    nodes(plan)
+      .collect { case e: EmberExec => e.nodeName -> ExprSerde.jvmExpressions(e.nativeOperator) }
+      .collect {
+        case (name, exprs) if exprs.nonEmpty =>
+          s"$name: evaluated by Spark inside the native plan: ${exprs.mkString(", ")}"
+      }
+      .distinct
 
   private def nodes(plan: SparkPlan): Seq[SparkPlan] =
     collectWithSubqueries(plan) { case p => p }.flatMap {

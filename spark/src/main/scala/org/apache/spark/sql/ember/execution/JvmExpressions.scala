@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.arrow.c.{ArrowArray, ArrowSchema, Data}
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.VectorSchemaRoot
+import org.apache.arrow.vector.types.pojo.Schema
 import org.apache.spark.SparkEnv
 import org.apache.spark.sql.catalyst.expressions.{Expression, UnsafeProjection}
 import org.apache.spark.sql.execution.arrow.ArrowWriter
@@ -24,7 +25,13 @@ object JvmExpressions {
   /** A deserialized expression and its projection (one per thread: generated projections are not thread-safe). */
   private final class Compiled(val expr: Expression) {
     val projection: UnsafeProjection = UnsafeProjection.create(Seq(expr))
-    val schema: StructType = StructType(Seq(StructField("c0", expr.dataType, expr.nullable)))
+    val arrowSchema: Schema =
+      ArrowUtils.toArrowSchema(
+        StructType(Seq(StructField("c0", expr.dataType, expr.nullable))),
+        "UTC",
+        true,
+        false
+      )
   }
 
   /** Per task thread: the last expressions compiled, by their serialized bytes (a task's plan has a few). */
@@ -84,8 +91,7 @@ object JvmExpressions {
         val columns: Array[ColumnVector] =
           in.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
         val batch = new ColumnarBatch(columns, in.getRowCount)
-        val arrowSchema = ArrowUtils.toArrowSchema(c.schema, "UTC", true, false)
-        val out = VectorSchemaRoot.create(arrowSchema, allocator)
+        val out = VectorSchemaRoot.create(c.arrowSchema, allocator)
         try {
           val writer = ArrowWriter.create(out)
           val rows = batch.rowIterator()
