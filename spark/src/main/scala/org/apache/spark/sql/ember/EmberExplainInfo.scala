@@ -44,7 +44,10 @@ object EmberExplainInfo extends AdaptiveSparkPlanHelper {
   /** One line per native operator with expressions Spark evaluates inside it: `NodeName: evaluated by Spark: …`. */
   def jvmLines(plan: SparkPlan): Seq[String] =
     nodes(plan)
-      .collect { case e: EmberExec => e.nodeName -> ExprSerde.jvmExpressions(e.nativeOperator) }
+      .collect {
+        case e: EmberExec => e.nodeName -> ExprSerde.jvmExpressions(e.nativeOperator)
+        case e: execution.EmberShuffleExchangeExec => e.nodeName -> ExprSerde.jvmExpressions(e.nativeOperator)
+      }
       .collect {
         case (name, exprs) if exprs.nonEmpty =>
           s"$name: evaluated by Spark inside the native plan: ${exprs.mkString(", ")}"

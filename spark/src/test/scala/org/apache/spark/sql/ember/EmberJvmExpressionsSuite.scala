@@ -2,14 +2,17 @@ package org.apache.spark.sql.ember
 
 import org.apache.spark.SparkException
 import org.apache.spark.sql.classic.DataFrame
-import org.apache.spark.sql.ember.execution.{EmberAggregateExec, EmberFilterExec, EmberProjectExec}
+import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.{FilterExec, ProjectExec}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
 import org.ember.EmberConf
 
 /**
  * Expressions the engine has no kernel for — Scala UDFs, `get_json_object`, `format_string` — evaluated by
- * Spark's own code inside native projections, filters and aggregates (proto `JvmExpr`): Spark's rows with nulls, multi-byte
+ * Spark's own code inside native operators (proto `JvmExpr`): projections, filters, aggregates, join keys and
+ * conditions, sort and shuffle keys, windows: Spark's rows with nulls, multi-byte
  * strings, decimals, dates and timestamps; no Spark projection or filter left; a failing UDF raises Spark's own
  * exception, and only for rows Spark evaluates it on (AND, CASE); explain names the expressions; off, the
  * operator falls back.
@@ -95,6 +98,67 @@ class EmberJvmExpressionsSuite extends EmberQueryTest {
       native
     )
     noSparkProjectOrFilter(df)
+  }
+
+  test(
+    "join keys and conditions, sort keys, shuffle keys and windows without a kernel run inside the operator"
+  ) {
+    // Explain names every native node (exchanges included) with expressions Spark evaluates inside it.
+    def assertJvm(df: DataFrame, node: String): Unit = {
+      val lines = EmberExplainInfo.jvmLines(df.queryExecution.executedPlan)
+      assert(lines.exists(_.startsWith(s"$node:")), s"no JVM expression in $node: $lines")
+    }
+    val other = DataGen.table(spark, 800, seed = 7).cache()
+    def joined(l: DataFrame, r: DataFrame): DataFrame =
+      l.as("l")
+        .join(
+          r.as("r"),
+          plusOne(col("l.i16").cast("int")) === col("r.i16").cast("int") + 1 &&
+            shout(col("l.s")) =!= shout(concat(col("r.s"), lit("x")))
+        )
+        .select(col("l.id"), col("r.id"), col("l.s"), col("r.i64"))
+    withSQLConf("spark.sql.autoBroadcastJoinThreshold" -> "-1") {
+      // Spark plans a sort-merge join: its exchanges hash the UDF's value, the native hash join compares it.
+      val shuffled = checkSparkAnswerAndNative(
+        joined(data, other),
+        Seq(cls[EmberSpillingHashJoinExec])
+      )
+      assertJvm(shuffled, "EmberSpillingHashJoin")
+      assertJvm(shuffled, "EmberShuffleExchange")
+      assert(!executedNodes(shuffled).exists(_.isInstanceOf[ShuffleExchangeExec]))
+      noSparkProjectOrFilter(shuffled)
+    }
+    val broadcasted =
+      checkSparkAnswerAndNative(joined(data, broadcast(other)), Seq(cls[EmberBroadcastHashJoinExec]))
+    assertJvm(broadcasted, "EmberBroadcastHashJoin")
+    // A global sort: the range bounds are sampled over the UDF's values, the native sort orders by them.
+    val sorted = checkSparkAnswerAndNative(
+      data.orderBy(shout(col("s")).desc_nulls_last, col("id")).select(col("id"), col("s")),
+      Seq(cls[EmberSortExec]),
+      ordered = true
+    )
+    assertJvm(sorted, "EmberSort")
+    val top = checkSparkAnswerAndNative(
+      // (A string UDF as the key would fail vanilla Spark: its driver-side merge decodes on the scheduler thread.)
+      data.orderBy(plusOne(col("i32")) % 50, col("id")).select(col("id"), shout(col("s"))).limit(25),
+      Seq(cls[EmberTakeOrderedAndProjectExec]),
+      ordered = true
+    )
+    assertJvm(top, "EmberTakeOrderedAndProject")
+    val repartitioned = checkSparkAnswerAndNative(
+      data.repartition(7, shout(col("s"))).select(col("id"), col("s"), spark_partition_id().as("p")),
+      Nil
+    )
+    assertJvm(repartitioned, "EmberShuffleExchange")
+    checkSparkAnswerAndNative(
+      data.select(
+        col("id"),
+        sum(col("i32"))
+          .over(Window.partitionBy(shout(col("s"))).orderBy(plusOne(col("i32")), col("id")))
+          .as("w")
+      ),
+      Seq(cls[EmberPrefixWindowExec])
+    )
   }
 
   test("empty input, all-null columns, a JVM expression over a native one") {

@@ -12,7 +12,10 @@ object ExpandSerde extends OperatorSerde[ExpandExec] {
       _ <- checkSchema(plan.child.output)
       _ <- checkSchema(plan.output)
       projections <- plan.projections.foldLeft[Either[String, Seq[Seq[proto.Expr]]]](Right(Vector.empty)) {
-        (acc, p) => acc.flatMap(done => ExprSerde.convertAll(p, plan.child.output).map(done :+ _))
+        (acc, p) =>
+          acc.flatMap(done =>
+            ExprSerde.withJvmExpressions(ExprSerde.convertAll(p, plan.child.output)).map(done :+ _)
+          )
       }
     } yield {
       val b = proto.Expand.newBuilder()

@@ -199,9 +199,10 @@ object PrefixWindowSerde extends OperatorSerde[WindowExec] {
       _ <- spillThresholds
       _ <- checkSchema(input)
       _ <- checkSchema(plan.output)
-      partition <- ExprSerde.convertAll(plan.partitionSpec, input)
+      // Keys and arguments without a kernel are evaluated by Spark inside the native window.
+      partition <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(plan.partitionSpec, input))
       order <- SortSerde.sortOrder(plan.orderSpec, input)
-      exprs <- sequence(plan.windowExpression.map(windowExpr(_, input)))
+      exprs <- ExprSerde.withJvmExpressions(sequence(plan.windowExpression.map(windowExpr(_, input))))
     } yield {
       val b = proto.PrefixWindow
         .newBuilder()

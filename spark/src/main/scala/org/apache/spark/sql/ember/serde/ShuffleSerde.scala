@@ -43,7 +43,7 @@ object ShuffleSerde extends OperatorSerde[ShuffleExchangeExec] {
         case h: HashPartitioning =>
           h.expressions.find(e => !hashable(e.dataType)) match {
             case Some(e) => Left(s"shuffle key of type ${e.dataType.simpleString} is not hashed natively")
-            case None => ExprSerde.convertAll(h.expressions, plan.child.output)
+            case None => ExprSerde.withJvmExpressions(ExprSerde.convertAll(h.expressions, plan.child.output))
           }
         case SinglePartition => Right(Nil)
         case _: RangePartitioning => Right(Nil)

@@ -6,7 +6,10 @@ import org.apache.spark.sql.execution._
 import org.ember.EmberConf
 import org.ember.proto
 
-/** Converts `SortExec` to the proto `Sort`; `sortOrder` is shared with the operators that sort (top-k). */
+/**
+ * Converts `SortExec` to the proto `Sort`; `sortOrder` is shared with the operators that sort (top-k, windows,
+ * range shuffles). A key without a kernel is evaluated by Spark inside the native plan.
+ */
 object SortSerde extends OperatorSerde[SortExec] {
   override def enabled: EmberConf.Entry[Boolean] = EmberConf.EXEC_SORT
 
@@ -15,7 +18,7 @@ object SortSerde extends OperatorSerde[SortExec] {
       if (!ExprSerde.orderable(o.child.dataType)) Left(s"sort on ${o.child.dataType.simpleString}")
       else
         ExprSerde
-          .convert(o.child, input)
+          .withJvmExpressions(ExprSerde.convert(o.child, input))
           .map(e =>
             proto.SortOrder
               .newBuilder()

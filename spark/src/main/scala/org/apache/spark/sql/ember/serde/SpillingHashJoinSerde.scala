@@ -88,10 +88,12 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
       t <- joinType(jt)
       _ <- checkSchema(left.output)
       _ <- checkSchema(right.output)
-      lk <- ExprSerde.convertAll(leftKeys, left.output)
-      rk <- ExprSerde.convertAll(rightKeys, right.output)
+      // Keys and the residual condition without a kernel are evaluated by Spark inside the native join.
+      lk <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(leftKeys, left.output))
+      rk <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(rightKeys, right.output))
       cond <- condition match {
-        case Some(c) => ExprSerde.convert(c, left.output ++ right.output).map(Some(_))
+        case Some(c) =>
+          ExprSerde.withJvmExpressions(ExprSerde.convert(c, left.output ++ right.output)).map(Some(_))
         case None => Right(None)
       }
     } yield {

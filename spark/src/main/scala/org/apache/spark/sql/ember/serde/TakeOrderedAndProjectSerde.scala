@@ -22,7 +22,7 @@ object TakeOrderedAndProjectSerde extends OperatorSerde[TakeOrderedAndProjectExe
         _ <- checkSchema(plan.child.output)
         _ <- checkSchema(plan.output)
         order <- SortSerde.sortOrder(plan.sortOrder, plan.child.output)
-        exprs <- ExprSerde.convertAll(plan.projectList, plan.child.output)
+        exprs <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(plan.projectList, plan.child.output))
       } yield {
         val b = proto.TakeOrderedAndProject
           .newBuilder()
