@@ -405,12 +405,15 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
       val plan = chained.queryExecution.executedPlan
       assert(joins(chained).size == 2, plan)
       assert(collectWithSubqueries(plan) { case s: SortMergeJoinExec => s }.isEmpty, plan)
-      // The upper join cannot be native (a Scala UDF in its condition): the lower one still is, sorted for it.
+      // A Scala UDF in the upper join's condition: Spark evaluates it inside the native join, ...
       val lessThan = udf((a: Long, b: Long) => a < b)
-      val kept = checkSparkAnswerAndNative(
-        l.join(small, equi).join(r2, col("lk") === col("k2") && lessThan(col("lv"), col("v2"))),
-        Nil
-      )
+      def udfJoin = l.join(small, equi).join(r2, col("lk") === col("k2") && lessThan(col("lv"), col("v2")))
+      val both = checkSparkAnswerAndNative(udfJoin, Nil)
+      assert(joins(both).size == 2, both.queryExecution.executedPlan)
+      // ... or, with JVM expressions off, the upper join stays in Spark: the lower one is still native, sorted
+      // for it.
+      val kept =
+        withSQLConf(EmberConf.JVM_EXPRESSIONS.key -> "false")(checkSparkAnswerAndNative(udfJoin, Nil))
       val keptPlan = kept.queryExecution.executedPlan
       val smj = collectWithSubqueries(keptPlan) { case s: SortMergeJoinExec => s }
       assert(smj.size == 1 && joins(kept).size == 1, keptPlan)
