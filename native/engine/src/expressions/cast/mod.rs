@@ -115,6 +115,7 @@ pub fn supported(from: &DataType, to: &DataType, mode: Mode, timezone: &str) -> 
         (f, DataType::Utf8) if is_numeric(f) || *f == DataType::Boolean => true,
         (DataType::Utf8, t) if is_numeric(t) || *t == DataType::Boolean => true,
         (DataType::Utf8, DataType::Date32) => true,
+        (DataType::Utf8, t) if is_ts(t) || is_ntz(t) => true,
         (DataType::Utf8, DataType::Binary) => true,
         (DataType::Date32, DataType::Utf8) => true,
         (f, DataType::Utf8) if is_ts(f) || is_ntz(f) => true,
@@ -668,6 +669,26 @@ impl SparkCastExpr {
                 None => self.invalid(SparkExceptionKind::DateTime, s),
             }),
             DataType::Binary => Ok(Arc::new(arrow::array::BinaryArray::from(a.clone()))),
+            DataType::Timestamp(_, Some(_)) => {
+                // A text without a date is on today's date, the clock read per row as Spark does.
+                let now = || {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_micros() as i64)
+                };
+                map_strings::<TimestampMicrosecondType, _>(a, to, |s| {
+                    match time::string_to_timestamp(s.as_bytes(), &self.zone, now) {
+                        Some(us) => Ok(Some(us)),
+                        None => self.invalid(SparkExceptionKind::DateTime, s),
+                    }
+                })
+            }
+            DataType::Timestamp(_, None) => map_strings::<TimestampMicrosecondType, _>(a, to, |s| {
+                match time::string_to_timestamp_ntz(s.as_bytes()) {
+                    Some(us) => Ok(Some(us)),
+                    None => self.invalid(SparkExceptionKind::DateTime, s),
+                }
+            }),
             other => Err(plan_error(format!("cast from STRING to {other} is not implemented natively"))),
         }
     }

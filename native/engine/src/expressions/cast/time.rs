@@ -212,3 +212,193 @@ pub fn write_timestamp(micros: i64, offset_us: i64, buf: &mut String) {
 pub fn micros_to_date(micros: i64, offset_us: i64) -> i32 {
     ((micros as i128 + offset_us as i128).div_euclid(MICROS_PER_DAY as i128)) as i32
 }
+
+/// What Spark's `parseTimestampString` reads from a timestamp's text: the local date-time's fields (year, month,
+/// day, hour, minute, second, microsecond), the zone's text after the seconds, and whether the date is missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampText {
+    pub fields: [i64; 7],
+    pub zone: Option<String>,
+    pub just_time: bool,
+}
+
+/// Spark's `parseTimestampString`, step by step: `[+-]yyyy*[-[m]m[-[d]d]]`, then ` ` or `T` and
+/// `[h]h[:[m]m[:[s]s[.fraction]]]` (fraction digits past six dropped), then anything after the seconds as the
+/// zone; a leading `T` or a first `:` makes a time without a date. Field ranges are not checked here.
+pub fn parse_timestamp_text(s: &[u8]) -> Option<TimestampText> {
+    let valid = |seg: usize, digits: usize| {
+        seg == 6
+            || (seg == 0 && (4..=6).contains(&digits))
+            || (seg == 7 && digits <= 2)
+            || (seg != 0 && seg != 6 && seg != 7 && (1..=2).contains(&digits))
+    };
+    // Spark trims whitespace and ISO controls but tests `j == 0` (the untrimmed start) for a leading `T`.
+    let mut j = s.iter().position(|&b| b > 32 && b != 127).unwrap_or(s.len());
+    let end = s.iter().rposition(|&b| b > 32 && b != 127).map_or(j, |e| e + 1);
+    if j >= end {
+        return None;
+    }
+    let mut seg = [1i64, 1, 1, 0, 0, 0, 0, 0, 0];
+    let (mut i, mut value, mut digits, mut digits_frac) = (0usize, 0i64, 0usize, 0usize);
+    let mut just_time = false;
+    let mut zone = None;
+    let mut year_sign = None;
+    if s[j] == b'-' || s[j] == b'+' {
+        year_sign = Some(if s[j] == b'-' { -1 } else { 1 });
+        j += 1;
+    }
+    macro_rules! close {
+        ($k:expr) => {{
+            if !valid($k, digits) {
+                return None;
+            }
+            seg[$k] = value;
+            value = 0;
+            digits = 0;
+        }};
+    }
+    while j < end {
+        let b = s[j];
+        if b.is_ascii_digit() {
+            if i == 6 {
+                digits_frac += 1;
+            }
+            if i != 6 || digits < 6 {
+                value = value.wrapping_mul(10).wrapping_add((b - b'0') as i64);
+            }
+            digits += 1;
+        } else if j == 0 && b == b'T' {
+            just_time = true;
+            i += 3;
+        } else if i < 2 {
+            if b == b'-' {
+                close!(i);
+                i += 1;
+            } else if i == 0 && b == b':' && year_sign.is_none() {
+                just_time = true;
+                close!(3);
+                i = 4;
+            } else {
+                return None;
+            }
+        } else if i == 2 {
+            if b != b' ' && b != b'T' {
+                return None;
+            }
+            close!(i);
+            i += 1;
+        } else if i == 3 || i == 4 {
+            if b != b':' {
+                return None;
+            }
+            close!(i);
+            i += 1;
+        } else if i == 5 || i == 6 {
+            if b == b'.' && i == 5 {
+                close!(i);
+                i += 1;
+            } else {
+                close!(i);
+                i += 1;
+                zone = Some(String::from_utf8_lossy(&s[j..end]).into_owned());
+                j = end - 1;
+            }
+            if i == 6 && b != b'.' {
+                i += 1;
+            }
+        } else if i < seg.len() && (b == b':' || b == b' ') {
+            close!(i);
+            i += 1;
+        } else {
+            return None;
+        }
+        j += 1;
+    }
+    if i >= seg.len() {
+        return None;
+    }
+    close!(i);
+    while digits_frac < 6 {
+        seg[6] *= 10;
+        digits_frac += 1;
+    }
+    seg[0] *= year_sign.unwrap_or(1);
+    let mut fields = [0i64; 7];
+    fields.copy_from_slice(&seg[..7]);
+    Some(TimestampText { fields, zone, just_time })
+}
+
+/// The zone a timestamp's text names, as Spark's `getZoneId(text.trim)` reads it: `±h:` padded to `±0h:`,
+/// a trailing `±hh:m` to `±hh:0m`, then `ZoneId.of` with the short ids. `None` when Spark would fail (the
+/// value is then NULL) — or when the compiled-in tz database lacks a region the JDK knows.
+pub fn timestamp_text_zone(text: &str) -> Option<super::super::zone::SessionZone> {
+    let mut z = super::parse::java_trim(text).to_string();
+    let b = z.as_bytes();
+    // singleHourTz `(\+|\-)(\d):`, first match anywhere.
+    if let Some(p) = (0..b.len().saturating_sub(2))
+        .find(|&p| (b[p] == b'+' || b[p] == b'-') && b[p + 1].is_ascii_digit() && b[p + 2] == b':')
+    {
+        z.insert(p + 1, '0');
+    }
+    // singleMinuteTz `(\+|\-)(\d\d):(\d)$`.
+    let b = z.as_bytes();
+    let n = b.len();
+    if n >= 5
+        && (b[n - 5] == b'+' || b[n - 5] == b'-')
+        && b[n - 4].is_ascii_digit()
+        && b[n - 3].is_ascii_digit()
+        && b[n - 2] == b':'
+        && b[n - 1].is_ascii_digit()
+    {
+        z.insert(n - 1, '0');
+    }
+    super::super::zone::SessionZone::parse(&z)
+}
+
+/// Microseconds of a local date-time, `None` when a field is out of range (`LocalDate.of` / `LocalTime.of`).
+fn local_micros(f: &[i64; 7]) -> Option<i128> {
+    let [y, m, d, h, mi, s, us] = *f;
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) || h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    let secs = days_from_civil(y, m, d) as i128 * 86_400 + (h * 3600 + mi * 60 + s) as i128;
+    Some(secs * 1_000_000 + us as i128)
+}
+
+/// Spark's `stringToTimestamp(s, session)`: the instant of the text's local date-time in the zone it names or
+/// else the session's (`ZonedDateTime.of`: a time in a DST gap moves later by the gap, an overlap takes the
+/// earlier offset); a time without a date is on today's date in that zone, as Spark reads the clock per row.
+/// `None` where Spark returns NULL (unparsable, a field out of range, an unknown zone, beyond a long's micros).
+pub fn string_to_timestamp(
+    s: &[u8],
+    session: &super::super::zone::SessionZone,
+    now_us: impl Fn() -> i64,
+) -> Option<i64> {
+    let t = parse_timestamp_text(s)?;
+    let zone = match &t.zone {
+        Some(text) => timestamp_text_zone(text)?,
+        None => *session,
+    };
+    let mut fields = t.fields;
+    if t.just_time {
+        let now = now_us();
+        let today = (now as i128 + zone.offset_us_at(now) as i128).div_euclid(MICROS_PER_DAY as i128) as i64;
+        let (y, m, d) = civil_from_days(today);
+        fields[..3].copy_from_slice(&[y, m, d]);
+    }
+    let local = local_micros(&fields)?;
+    i64::try_from(zone.local_us_to_utc(local, None)).ok()
+}
+
+/// Spark's `stringToTimestampWithoutTimeZone(s, allowTimeZone = true)` (the cast to TIMESTAMP_NTZ): the local
+/// date-time's microseconds; a zone in the text must be valid and is then ignored; no date is NULL.
+pub fn string_to_timestamp_ntz(s: &[u8]) -> Option<i64> {
+    let t = parse_timestamp_text(s)?;
+    if t.just_time {
+        return None;
+    }
+    if let Some(text) = &t.zone {
+        timestamp_text_zone(text)?;
+    }
+    i64::try_from(local_micros(&t.fields)?).ok()
+}

@@ -76,7 +76,7 @@ class EmberCastSuite extends EmberQueryTest {
     withSQLConf("spark.sql.session.timeZone" -> "UTC", "spark.sql.ansi.enabled" -> "false") {
       for (
         (e, reason) <- Seq(
-          "CAST(s AS TIMESTAMP)" -> "timestamp",
+          "CAST(CAST(s AS BINARY) AS STRING)" -> "binary",
           // Java's Double.toString changed in JDK 19; on an older JVM the native text would differ.
           "CAST(f64 AS DECIMAL(10,2))" -> (if (Runtime.version().feature() < 19) "jdk" else "")
         )
@@ -87,6 +87,29 @@ class EmberCastSuite extends EmberQueryTest {
           q.collect()
           val lines = EmberExplainInfo.fallbackLines(q.queryExecution.executedPlan)
           if (reason.nonEmpty) assert(lines.exists(_.toLowerCase.contains(reason)), lines.mkString("\n"))
+        }
+      }
+    }
+  }
+
+  test("strings to timestamps in region zones: zones in the text, DST gaps and overlaps, invalid text") {
+    val exprs = Seq(
+      "CAST(CAST(ts AS STRING) AS TIMESTAMP)",
+      "CAST(CAST(ntz AS STRING) AS TIMESTAMP)",
+      "CAST(concat(CAST(ntz AS STRING), ' Europe/Berlin') AS TIMESTAMP)",
+      "CAST(concat(replace(CAST(ntz AS STRING), ' ', 'T'), 'Z') AS TIMESTAMP)",
+      "CAST(concat(CAST(ntz AS STRING), '+5:30') AS TIMESTAMP)",
+      "CAST(concat(CAST(dt AS STRING), ' ', CAST(i16 % 30 AS STRING), ':', CAST(i8 % 70 AS STRING)) AS TIMESTAMP)",
+      "CAST(s AS TIMESTAMP)",
+      "try_cast(s AS TIMESTAMP)",
+      "CAST(CAST(ntz AS STRING) AS TIMESTAMP_NTZ)",
+      "CAST(concat(CAST(ntz AS STRING), ' PST') AS TIMESTAMP_NTZ)",
+      "CAST(s AS TIMESTAMP_NTZ)"
+    )
+    for (zone <- Seq("America/Los_Angeles", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "UTC")) {
+      withSQLConf("spark.sql.session.timeZone" -> zone) {
+        bothAnsiModes { _ =>
+          for (e <- exprs) withClue(s"$zone: $e")(check(e))
         }
       }
     }
