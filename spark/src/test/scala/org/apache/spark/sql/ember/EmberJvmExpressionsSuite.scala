@@ -161,6 +161,18 @@ class EmberJvmExpressionsSuite extends EmberQueryTest {
     )
   }
 
+  test("an expression reads the conf of its own query (a datetime parser policy), not the last one's") {
+    // The same expression bytes on the same task threads, under policies that give different answers.
+    def query: DataFrame = spark
+      .createDataFrame(Seq(Tuple1("2020-01-27T20:06:11.847-0800"), Tuple1("2020-01-27T20:06:11.847")))
+      .toDF("ts")
+      .select(to_timestamp(col("ts"), "yyyy-MM-dd'T'HH:mm:ss.SSSz").as("t"))
+    for (policy <- Seq("legacy", "corrected", "legacy", "corrected"))
+      withSQLConf("spark.sql.legacy.timeParserPolicy" -> policy, "spark.sql.ansi.enabled" -> "false") {
+        withClue(policy)(checkSparkAnswerAndNative(query, Seq(cls[EmberProjectExec])))
+      }
+  }
+
   test("empty input, all-null columns, a JVM expression over a native one") {
     checkSparkAnswerAndNative(data.where(col("id") < 0).select(shout(col("s"))), native)
     checkSparkAnswerAndNative(

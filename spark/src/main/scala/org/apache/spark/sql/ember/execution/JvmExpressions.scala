@@ -8,7 +8,7 @@ import org.apache.arrow.c.{ArrowArray, ArrowSchema, Data}
 import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.arrow.vector.types.pojo.Schema
-import org.apache.spark.SparkEnv
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.sql.catalyst.expressions.{Expression, UnsafeProjection}
 import org.apache.spark.sql.execution.arrow.ArrowWriter
 import org.apache.spark.sql.types.{StructField, StructType}
@@ -34,13 +34,19 @@ object JvmExpressions {
       )
   }
 
-  /** Per task thread: the last expressions compiled, by their serialized bytes (a task's plan has a few). */
-  private val compiled = new ThreadLocal[java.util.LinkedHashMap[ByteBuffer, Compiled]] {
-    override def initialValue(): java.util.LinkedHashMap[ByteBuffer, Compiled] =
-      new java.util.LinkedHashMap[ByteBuffer, Compiled](16, 0.75f, true) {
-        override def removeEldestEntry(e: java.util.Map.Entry[ByteBuffer, Compiled]): Boolean = size() > 32
-      }
+  /**
+   * The expressions a task compiled on this thread, by their serialized bytes (a task's plan has a few). Per task,
+   * as Spark deserializes a plan's expressions per task: what an expression reads from the session's conf when it
+   * first runs (a datetime formatter's parser policy) is the conf of the query the task belongs to.
+   */
+  private final class TaskCompiled(val taskAttemptId: Long)
+      extends java.util.LinkedHashMap[ByteBuffer, Compiled](16, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[ByteBuffer, Compiled]): Boolean = size() > 32
   }
+
+  private val compiled = new ThreadLocal[TaskCompiled]
+
+  private def currentTask: Long = Option(TaskContext.get()).map(_.taskAttemptId()).getOrElse(-1L)
 
   /** A failure of Spark's code, kept for the task to rethrow as it is once the native call has returned. */
   private val failure = new ThreadLocal[Throwable]
@@ -58,7 +64,11 @@ object JvmExpressions {
     ArrowUtils.rootAllocator.newChildAllocator("ember-jvm-expressions", 0, Long.MaxValue)
 
   private def compile(bytes: Array[Byte]): Compiled = {
-    val cache = compiled.get()
+    var cache = compiled.get()
+    if (cache == null || cache.taskAttemptId != currentTask) {
+      cache = new TaskCompiled(currentTask)
+      compiled.set(cache)
+    }
     val key = ByteBuffer.wrap(bytes)
     var c = cache.get(key)
     if (c == null) {
