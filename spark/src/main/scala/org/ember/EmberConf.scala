@@ -529,8 +529,8 @@ object EmberConf {
   val JVM_EXPRESSIONS: Entry[Boolean] = bool(
     "spark.ember.expression.jvm.enabled",
     default = true,
-    "In any native operator (projections, filters, aggregates, join keys and conditions, sort keys, windows, " +
-      "expands, shuffle keys), evaluate an expression the engine has no kernel for (a Scala UDF, a rare " +
+    "In any native operator (projections, filters, aggregates, join keys and conditions, sort keys but a " +
+      "top-k's, windows, expands, shuffle keys), evaluate an expression the engine has no kernel for (a Scala UDF, a rare " +
       "built-in) with Spark's own generated code inside the native plan, one JVM call per batch over the " +
       "columns it reads, instead of sending the whole operator back to Spark. Only deterministic expressions " +
       "without subqueries, over types Ember carries; explain lists them. Off: such an operator falls back."

@@ -134,13 +134,34 @@ object ExprSerde {
    * (`spark.ember.expression.jvm.enabled`).
    */
   def withJvmExpressions[T](f: => T): T =
-    if (!EmberConf.JVM_EXPRESSIONS.get()) f
+    if (!EmberConf.JVM_EXPRESSIONS.get() || jvmRefused.get()) f
     else {
       val before = jvmAllowed.get()
       jvmAllowed.set(true)
       try f
       finally jvmAllowed.set(before)
     }
+
+  /** Set where the JVM path was measured to lose against the operator falling back (see [[withoutJvmExpressions]]). */
+  private val jvmRefused = new ThreadLocal[java.lang.Boolean] {
+    override def initialValue(): java.lang.Boolean = false
+  }
+
+  /**
+   * `f`, converting without JVM expressions even where the operators inside would use them: a top-k's sort keys,
+   * evaluated for every input row, lose to Spark's own top-k (docs/benchmarks.md, "Expressions evaluated by Spark
+   * inside the native plan", q5).
+   */
+  def withoutJvmExpressions[T](f: => T): T = {
+    val (allowed, refused) = (jvmAllowed.get(), jvmRefused.get())
+    jvmAllowed.set(false)
+    jvmRefused.set(true)
+    try f
+    finally {
+      jvmAllowed.set(allowed)
+      jvmRefused.set(refused)
+    }
+  }
 
   private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result =
     convertNode(expr, input) match {

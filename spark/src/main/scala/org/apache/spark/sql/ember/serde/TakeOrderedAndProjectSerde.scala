@@ -21,7 +21,7 @@ object TakeOrderedAndProjectSerde extends OperatorSerde[TakeOrderedAndProjectExe
       for {
         _ <- checkSchema(plan.child.output)
         _ <- checkSchema(plan.output)
-        order <- SortSerde.sortOrder(plan.sortOrder, plan.child.output)
+        order <- ExprSerde.withoutJvmExpressions(SortSerde.sortOrder(plan.sortOrder, plan.child.output))
         exprs <- ExprSerde.withJvmExpressions(ExprSerde.convertAll(plan.projectList, plan.child.output))
       } yield {
         val b = proto.TakeOrderedAndProject
