@@ -314,10 +314,10 @@ pub fn parse_timestamp_text(s: &[u8]) -> Option<TimestampText> {
         }
         j += 1;
     }
-    if i >= seg.len() {
+    if i >= seg.len() || !valid(i, digits) {
         return None;
     }
-    close!(i);
+    seg[i] = value;
     while digits_frac < 6 {
         seg[6] *= 10;
         digits_frac += 1;
