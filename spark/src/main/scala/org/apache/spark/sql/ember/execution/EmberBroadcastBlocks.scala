@@ -36,18 +36,28 @@ object EmberBroadcastBlocks {
 
 /**
  * Spark's off-heap storage memory for a shared hash table (broadcast values live in storage memory, and
- * Ember's native memory is off-heap): asked once per table, released when the table goes.
+ * Ember's native memory is off-heap): asked once per table, released when the table goes — to the memory
+ * manager that granted it: a table collected after its SparkContext stopped must not release into the next
+ * context's pool (Spark would zero that pool's count of storage memory in use).
  */
 final class SharedBuildMemory(broadcastId: Long) {
   private val blockId = BroadcastBlockId(broadcastId, "ember_hash_table")
+  @volatile private var granter: org.apache.spark.memory.MemoryManager = _
 
-  def acquire(bytes: Long): Boolean =
-    SparkEnv.get != null && SparkEnv.get.memoryManager.acquireStorageMemory(
-      blockId,
-      bytes,
-      MemoryMode.OFF_HEAP
-    )
+  def acquire(bytes: Long): Boolean = {
+    val env = SparkEnv.get
+    env != null && {
+      val manager = env.memoryManager
+      val granted = manager.acquireStorageMemory(blockId, bytes, MemoryMode.OFF_HEAP)
+      if (granted) granter = manager
+      granted
+    }
+  }
 
-  def release(bytes: Long): Unit =
-    if (SparkEnv.get != null) SparkEnv.get.memoryManager.releaseStorageMemory(bytes, MemoryMode.OFF_HEAP)
+  def release(bytes: Long): Unit = {
+    val manager = granter
+    // A stopped context's block manager released all its storage memory already.
+    val live = SparkEnv.get != null && (SparkEnv.get.memoryManager eq manager)
+    if (manager != null && live) manager.releaseStorageMemory(bytes, MemoryMode.OFF_HEAP)
+  }
 }
