@@ -315,6 +315,16 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
+  test("nanvl evaluates its second argument only where the first is NaN (ANSI division by zero elsewhere)") {
+    bothAnsiModes { _ =>
+      // f64 - f64 is 0 on every finite row: Spark never divides there; NaN and ±Infinity rows divide by NaN.
+      checkSparkAnswerAndNative(
+        data.selectExpr("id", "nanvl(f64, 1D / (f64 - f64)) AS r", "nanvl(f32, f32 / (f32 - f32)) AS r32"),
+        Seq(cls[EmberProjectExec])
+      )
+    }
+  }
+
   test("abs of MIN: ARITHMETIC_OVERFLOW under ANSI") {
     withSQLConf("spark.sql.ansi.enabled" -> "true") {
       checkSparkErrorAndNative(data.selectExpr("abs(i64) AS r"), Seq(cls[EmberProjectExec]))

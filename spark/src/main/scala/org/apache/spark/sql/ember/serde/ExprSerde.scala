@@ -281,6 +281,10 @@ object ExprSerde {
       case s: org.apache.spark.sql.execution.ScalarSubquery =>
         literal(SubqueryValue.of(s).orNull, s.dataType, tz).map(lit => wrap(_.setLiteral(lit)))
 
+      // Spark evaluates nanvl's second argument only where the first is NaN (it may raise, `c1 / c2` with ANSI):
+      // the native CASE evaluates its branch on those rows alone (NULL is not NaN: the ELSE keeps it).
+      case n: NaNvl => rec(CaseWhen(Seq((IsNaN(n.left), n.right)), Some(n.left)))
+
       // Spark's built-in functions: one registry, FunctionSerde (before BinaryArithmetic, which matches Pmod).
       case f if FunctionSerde.handles(f) => FunctionSerde.convert(f, tz, rec, typ)
 
