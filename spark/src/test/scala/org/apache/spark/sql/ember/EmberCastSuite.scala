@@ -72,7 +72,7 @@ class EmberCastSuite extends EmberQueryTest {
     }
   }
 
-  testNativeKernels("casts the engine does not support fall back with their reason") {
+  test("casts the engine does not support fall back with their reason") {
     withSQLConf("spark.sql.session.timeZone" -> "UTC", "spark.sql.ansi.enabled" -> "false") {
       for (
         (e, reason) <- Seq(

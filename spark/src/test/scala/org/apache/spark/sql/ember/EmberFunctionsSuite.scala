@@ -177,7 +177,7 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
-  testNativeKernels("upper with the JVM's case mappings (ICU off) falls back") {
+  test("upper with the JVM's case mappings (ICU off) falls back") {
     withSQLConf("spark.sql.icu.caseMappings.enabled" -> "false") {
       val query = () => data.selectExpr("upper(s) AS u")
       val sparkRows = withEmber(enabled = false)(query().collect().toSeq)
@@ -286,7 +286,7 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
-  testNativeKernels(
+  test(
     "sin/cos/tan (Math's intrinsics) and round of a double before JDK 19 fall back with the reason"
   ) {
     val exprs =
@@ -396,7 +396,7 @@ class EmberFunctionsSuite extends EmberQueryTest {
     }
   }
 
-  testNativeKernels("elt over other expressions falls back (Spark evaluates only the chosen one)") {
+  test("elt over other expressions falls back (Spark evaluates only the chosen one)") {
     val query = () => data.selectExpr("id", "elt(1, s, upper(s)) AS r")
     checkSparkAnswerAndNative(query(), Nil)
     withEmber(enabled = true) {

@@ -19,6 +19,9 @@ import org.ember.EmberConf
  */
 class EmberJvmExpressionsSuite extends EmberQueryTest {
 
+  override protected def sparkConf: org.apache.spark.SparkConf =
+    super.sparkConf.set(EmberConf.JVM_EXPRESSIONS.key, "true")
+
   private lazy val data: DataFrame = DataGen.table(spark, 3000).cache()
 
   private val native = Seq(cls[EmberProjectExec], cls[EmberFilterExec])

@@ -46,6 +46,9 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     .set("spark.ember.sort.spillReservationBytes", (2L << 20).toString)
     .set("spark.sql.shuffle.partitions", "4")
     .set("spark.ui.enabled", "false")
+    // Off, so that a kernel the engine refuses shows as a fallback instead of passing through Spark's own code;
+    // EmberJvmExpressionsSuite and the tests of that path turn it on.
+    .set("spark.ember.expression.jvm.enabled", "false")
 
   /** Every node of the executed plan, through adaptive query stages and subqueries. */
   protected def executedNodes(df: DataFrame): Seq[SparkPlan] =
@@ -65,15 +68,6 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     case r: Row => r.toSeq.map(exactValue)
     case other => other
   }
-
-  /**
-   * A test of the engine's own kernels and their refusals: expressions without a kernel fall back instead of
-   * being evaluated by Spark inside the native plan (`spark.ember.expression.jvm.enabled=false`).
-   */
-  protected def testNativeKernels(name: String)(body: => Any)(implicit
-      pos: org.scalactic.source.Position
-  ): Unit =
-    test(name)(withSQLConf("spark.ember.expression.jvm.enabled" -> "false")(body))
 
   protected def withEmber[T](enabled: Boolean)(f: => T): T =
     withSQLConf("spark.ember.enabled" -> enabled.toString)(f)

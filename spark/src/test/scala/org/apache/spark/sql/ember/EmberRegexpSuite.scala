@@ -152,7 +152,7 @@ class EmberRegexpSuite extends EmberQueryTest {
     }
   }
 
-  testNativeKernels("constructs whose Java meaning is not reproduced stay in Spark, with the reason") {
+  test("constructs whose Java meaning is not reproduced stay in Spark, with the reason") {
     fallsBack(data.select(col("s").rlike("(?i)abc")), "inline flags")
     fallsBack(data.select(col("s").rlike("\\bword")), "the escape \\b")
     fallsBack(data.select(col("s").rlike("\\p{Alpha}")), "the escape \\p")

@@ -408,7 +408,7 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
       // A Scala UDF in the upper join's condition: Spark evaluates it inside the native join, ...
       val lessThan = udf((a: Long, b: Long) => a < b)
       def udfJoin = l.join(small, equi).join(r2, col("lk") === col("k2") && lessThan(col("lv"), col("v2")))
-      val both = checkSparkAnswerAndNative(udfJoin, Nil)
+      val both = withSQLConf(EmberConf.JVM_EXPRESSIONS.key -> "true")(checkSparkAnswerAndNative(udfJoin, Nil))
       assert(joins(both).size == 2, both.queryExecution.executedPlan)
       // ... or, with JVM expressions off, the upper join stays in Spark: the lower one is still native, sorted
       // for it.
