@@ -1,6 +1,7 @@
-//! Dates and timestamps: proleptic Gregorian civil dates, Spark's `stringToDate`, its date/timestamp text
-//! forms, and session time zones limited to UTC and fixed offsets.
+//! Dates and timestamps: proleptic Gregorian civil dates, Spark's `stringToDate` and `stringToTimestamp`, its
+//! date/timestamp text forms, and the names of UTC and fixed-offset zones (regions: `zone.rs`).
 use super::parse::trim_all;
+use crate::expressions::zone::SessionZone;
 
 pub const MICROS_PER_DAY: i64 = 86_400_000_000;
 
@@ -331,7 +332,7 @@ pub fn parse_timestamp_text(s: &[u8]) -> Option<TimestampText> {
 /// The zone a timestamp's text names, as Spark's `getZoneId(text.trim)` reads it: `±h:` padded to `±0h:`,
 /// a trailing `±hh:m` to `±hh:0m`, then `ZoneId.of` with the short ids. `None` when Spark would fail (the
 /// value is then NULL) — or when the compiled-in tz database lacks a region the JDK knows.
-pub fn timestamp_text_zone(text: &str) -> Option<super::super::zone::SessionZone> {
+pub fn timestamp_text_zone(text: &str) -> Option<SessionZone> {
     let mut z = super::parse::java_trim(text).to_string();
     let b = z.as_bytes();
     // singleHourTz `(\+|\-)(\d):`, first match anywhere.
@@ -352,7 +353,7 @@ pub fn timestamp_text_zone(text: &str) -> Option<super::super::zone::SessionZone
     {
         z.insert(n - 1, '0');
     }
-    super::super::zone::SessionZone::parse(&z)
+    SessionZone::parse(&z)
 }
 
 /// Microseconds of a local date-time, `None` when a field is out of range (`LocalDate.of` / `LocalTime.of`).
@@ -369,11 +370,7 @@ fn local_micros(f: &[i64; 7]) -> Option<i128> {
 /// else the session's (`ZonedDateTime.of`: a time in a DST gap moves later by the gap, an overlap takes the
 /// earlier offset); a time without a date is on today's date in that zone, as Spark reads the clock per row.
 /// `None` where Spark returns NULL (unparsable, a field out of range, an unknown zone, beyond a long's micros).
-pub fn string_to_timestamp(
-    s: &[u8],
-    session: &super::super::zone::SessionZone,
-    now_us: impl Fn() -> i64,
-) -> Option<i64> {
+pub fn string_to_timestamp(s: &[u8], session: &SessionZone, now_us: impl Fn() -> i64) -> Option<i64> {
     let t = parse_timestamp_text(s)?;
     let zone = match &t.zone {
         Some(text) => timestamp_text_zone(text)?,

@@ -271,10 +271,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
         else {
           val sort = SortExec(t.sortOrder, global = false, t.child)
           for {
-            // The keys as the final step's: without JVM expressions (ExprSerde.withoutJvmExpressions).
-            s <- ExprSerde
-              .withoutJvmExpressions(SortSerde.convert(sort))
-              .map(TakeOrderedAndProjectSerde.partialTopK(_, t.limit))
+            s <- TakeOrderedAndProjectSerde.partialTopK(sort, t.limit)
             _ <- EngineSupport.check(sort, s)
             topK = EmberSortExec(t.sortOrder, global = false, child, s)
             w <- gather(topK)

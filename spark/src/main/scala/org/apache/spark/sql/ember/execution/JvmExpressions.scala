@@ -64,9 +64,10 @@ object JvmExpressions {
     ArrowUtils.rootAllocator.newChildAllocator("ember-jvm-expressions", 0, Long.MaxValue)
 
   private def compile(bytes: Array[Byte]): Compiled = {
+    val task = currentTask
     var cache = compiled.get()
-    if (cache == null || cache.taskAttemptId != currentTask) {
-      cache = new TaskCompiled(currentTask)
+    if (cache == null || cache.taskAttemptId != task) {
+      cache = new TaskCompiled(task)
       compiled.set(cache)
     }
     val key = ByteBuffer.wrap(bytes)

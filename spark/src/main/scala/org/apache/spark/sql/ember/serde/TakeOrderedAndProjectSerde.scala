@@ -2,7 +2,7 @@ package org.apache.spark.sql.ember.serde
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.execution.TakeOrderedAndProjectExec
+import org.apache.spark.sql.execution.{SortExec, TakeOrderedAndProjectExec}
 import org.ember.EmberConf
 import org.ember.proto
 
@@ -36,7 +36,12 @@ object TakeOrderedAndProjectSerde extends OperatorSerde[TakeOrderedAndProjectExe
         op(_.setTakeOrderedAndProject(b))
       }
 
-  /** The per-partition top-k under the exchange: the sort's proto with `fetch` = the limit. */
-  def partialTopK(sort: proto.Operator, limit: Int): proto.Operator =
-    sort.toBuilder.setSort(sort.getSort.toBuilder.setFetch(limit.toLong)).build()
+  /**
+   * The per-partition top-k under the exchange: `sort`'s proto with `fetch` = the limit, its keys converted as the
+   * final step's are (without JVM expressions).
+   */
+  def partialTopK(sort: SortExec, limit: Int): Either[String, proto.Operator] =
+    ExprSerde
+      .withoutJvmExpressions(SortSerde.convert(sort))
+      .map(s => s.toBuilder.setSort(s.getSort.toBuilder.setFetch(limit.toLong)).build())
 }
