@@ -651,6 +651,35 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_registerJulianRebase<'l>(
     .resolve::<ThrowEmberException>()
 }
 
+/// On the driver: unites a join build side's key summaries (`summaries`: each map task's proto `DynamicFilter`,
+/// each preceded by its length as a big-endian u32) into a proto `DynamicFilterUnion` for the probe side.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_ember_jni_NativeLib_unionDynamicFilters<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    summaries: JByteArray<'l>,
+) -> JByteArray<'l> {
+    env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
+        let bytes = env.convert_byte_array(&summaries)?;
+        let mut parts = vec![];
+        let mut rest = bytes.as_slice();
+        while !rest.is_empty() {
+            let (len, tail) = rest
+                .split_first_chunk::<4>()
+                .ok_or_else(|| BridgeError::Invalid("truncated dynamic filter summaries".into()))?;
+            let len = u32::from_be_bytes(*len) as usize;
+            if tail.len() < len {
+                return Err(BridgeError::Invalid("truncated dynamic filter summary".into()));
+            }
+            parts.push(tail[..len].to_vec());
+            rest = &tail[len..];
+        }
+        let out = ember_engine::planner::dynamic_filter::union_dynamic_filters(&parts)?;
+        Ok(env.byte_array_from_slice(&out)?)
+    })
+    .resolve::<ThrowEmberException>()
+}
+
 /// Planning-time question from the driver, the engine's one support call: does the engine run this operator (a
 /// serialized proto `Operator` whose `Input` leaves carry its children's schemas) exactly as Spark does, under
 /// `config` (the session's serialized `ExecConfig`, with the JVM's version)? Plans it over empty inputs — no

@@ -27,12 +27,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, BooleanBufferBuilder};
+use arrow::array::{Array, ArrayRef, BooleanArray, BooleanBufferBuilder, UInt32Array};
 use arrow::buffer::NullBuffer;
 use arrow::compute::kernels::cmp::{gt_eq, lt_eq};
-use arrow::compute::{and, filter};
+use arrow::compute::{and, filter, take};
 use arrow::datatypes::{DataType, Field};
 use arrow::row::{RowConverter, SortField};
+use datafusion_common::hash_utils::RandomState;
 use datafusion_common::{internal_err, Result, ScalarValue};
 use datafusion_expr::Accumulator;
 use datafusion_functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
@@ -61,14 +62,14 @@ pub struct KeySummary {
     /// Per key column: (min, max); `None` for a type without bounds or while no row was seen.
     pub bounds: Vec<Option<(ScalarValue, ScalarValue)>>,
     /// The row-encoded distinct keys while there are at most `max_set_values` of them.
-    set: HashSet<Box<[u8]>>,
+    set: HashSet<Box<[u8]>, RandomState>,
     /// Once the set overflowed: every key in a bloom filter (and the set is empty).
     bloom: Option<Sbbf>,
 }
 
 impl KeySummary {
     fn empty(columns: usize) -> Self {
-        Self { rows: 0, bounds: vec![None; columns], set: HashSet::new(), bloom: None }
+        Self { rows: 0, bounds: vec![None; columns], set: HashSet::default(), bloom: None }
     }
 
     /// Bytes held (for the pool).
@@ -356,6 +357,80 @@ impl DynamicFilter {
             mine.absorb(theirs, &self.config)?;
         }
         Ok(())
+    }
+
+    /// Adds build keys whose rows go to the given partitions (`partitions[i]`: row `i`'s), as a shuffle writer
+    /// routes them: rows grouped by partition (one `take`), then each group added as [`Self::update`] adds it.
+    pub fn update_routed(&mut self, partitions: &[u32], keys: &[ArrayRef]) -> Result<()> {
+        let rows = self.check_keys(keys)?;
+        if partitions.len() != rows {
+            return internal_err!("dynamic filter: {} partitions for {rows} rows", partitions.len());
+        }
+        let n = self.partitions.len();
+        if n == 1 {
+            return self.update(0, keys);
+        }
+        let mut starts = vec![0usize; n + 1];
+        for &p in partitions {
+            if p as usize >= n {
+                return internal_err!("dynamic filter: partition {p} of {n}");
+            }
+            starts[p as usize + 1] += 1;
+        }
+        for p in 0..n {
+            starts[p + 1] += starts[p];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0u32; rows];
+        for (row, &p) in partitions.iter().enumerate() {
+            order[next[p as usize]] = row as u32;
+            next[p as usize] += 1;
+        }
+        let order = UInt32Array::from(order);
+        let sorted = keys.iter().map(|k| take(k.as_ref(), &order, None)).collect::<Result<Vec<_>, _>>()?;
+        for p in 0..n {
+            let (start, len) = (starts[p], starts[p + 1] - starts[p]);
+            if len > 0 {
+                let slice: Vec<ArrayRef> = sorted.iter().map(|k| k.slice(start, len)).collect();
+                self.update(p, &slice)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether each row of `keys` may have a match in the partition it is routed to (`partitions[i]`): no null
+    /// key and among that partition's keys (exactly, or by its bloom filter). A partition's bounds are not
+    /// checked per row (its exact set implies them); never null.
+    pub fn might_contain_routed(&self, partitions: &[u32], keys: &[ArrayRef]) -> Result<BooleanArray> {
+        let rows = self.check_keys(keys)?;
+        if partitions.len() != rows {
+            return internal_err!("dynamic filter: {} partitions for {rows} rows", partitions.len());
+        }
+        let nulls = null_free(keys, rows);
+        let encoded = self.converter.convert_columns(keys)?;
+        let mut out = BooleanBufferBuilder::new(rows);
+        for (i, row) in encoded.iter().enumerate() {
+            let Some(summary) = self.partitions.get(partitions[i] as usize) else {
+                return internal_err!("dynamic filter: partition {} of {}", partitions[i], self.partitions.len());
+            };
+            let valid = nulls.as_ref().is_none_or(|m| m.value(i));
+            out.append(valid && summary.rows > 0 && summary.contains(row.as_ref()));
+        }
+        Ok(BooleanArray::new(out.finish(), None))
+    }
+
+    /// The distinct keys of a one-partition filter, one array per key column, while it holds them exactly and
+    /// there are at most `limit` of them (e.g. for an IN list a scan prunes row groups with).
+    pub fn exact_values(&self, limit: usize) -> Result<Option<Vec<ArrayRef>>> {
+        let [summary] = self.partitions.as_slice() else {
+            return internal_err!("dynamic filter: exact values of {} partitions", self.partitions.len());
+        };
+        if summary.bloom.is_some() || summary.set.len() > limit {
+            return Ok(None);
+        }
+        let parser = self.converter.parser();
+        let rows = summary.set.iter().map(|k| parser.parse(k));
+        Ok(Some(self.converter.convert_rows(rows)?))
     }
 
     /// Whether each row of `keys` may have a match in a one-partition filter (see [`Self::might_contain_in`]).

@@ -32,6 +32,6 @@ pub use dynamic_filter::{DynamicFilter, DynamicFilterConfig};
 pub use expand::ExpandExec;
 pub use input::InputExec;
 pub use prefix_window::PrefixWindowExec;
-pub use shuffle::{RangePartitioner, ShuffleBlockReader, ShuffleWriterExec};
+pub use shuffle::{DropFilterSpec, KeySummarySpec, RangePartitioner, ShuffleBlockReader, ShuffleWriterExec};
 pub use sort::RadixSortExec;
 pub use spilling_hash_join::SpillingHashJoinExec;

@@ -6,7 +6,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::Schema;
 use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
-use datafusion_common::{internal_err, Result, ScalarValue};
+use datafusion_common::{internal_err, DataFusionError, Result, ScalarValue};
 use ember_proto as pb;
 
 use crate::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig, DynamicFilterParts, KeySummaryParts};
@@ -95,4 +95,108 @@ pub fn decode_dynamic_filter(proto: &pb::DynamicFilter) -> Result<DynamicFilter>
         },
         partitions,
     })
+}
+
+/// Distinct keys up to which a scan also gets them as an IN list (beyond, its bounds only; the probe side's writer
+/// checks the keys themselves).
+pub const PRUNING_VALUES: usize = 16;
+
+/// The driver's union of a build side's summaries (proto `DynamicFilter` bytes, one per map task; all over the
+/// same keys, sizes and partitioning) → proto `DynamicFilterUnion` bytes: the partition-wise filter for the
+/// probe side's writer and the pruning for its scan.
+pub fn union_dynamic_filters(parts: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut union: Option<DynamicFilter> = None;
+    for bytes in parts {
+        let proto = <pb::DynamicFilter as prost::Message>::decode(bytes.as_slice())
+            .map_err(|e| DataFusionError::Execution(format!("dynamic filter summary: {e}")))?;
+        let f = decode_dynamic_filter(&proto)?;
+        match &mut union {
+            None => union = Some(f),
+            Some(u) => u.union(&f)?,
+        }
+    }
+    let Some(union) = union else { return internal_err!("dynamic filter: no summary to unite") };
+    let global = union.global()?;
+    let parts = global.to_parts()?;
+    let columns = parts.partitions[0]
+        .bounds
+        .iter()
+        .zip(&parts.key_types)
+        .map(|(b, t)| match b {
+            Some((lo, hi)) => ScalarValue::iter_to_array([lo.clone(), hi.clone()]),
+            None => Ok(arrow::array::new_null_array(t, 2)),
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let schema = Arc::new(Schema::new(union.key_fields()));
+    let bounds = ipc(&RecordBatch::try_new(schema.clone(), columns)?)?;
+    let values = match (union.key_types().len(), global.exact_values(PRUNING_VALUES)?) {
+        (1, Some(v)) => ipc(&RecordBatch::try_new(schema, v)?)?,
+        _ => vec![],
+    };
+    let out = pb::DynamicFilterUnion {
+        filter: Some(encode_dynamic_filter(&union)?),
+        pruning: Some(pb::DynamicFilterPruning { empty: parts.partitions[0].rows == 0, bounds, values }),
+    };
+    Ok(prost::Message::encode_to_vec(&out))
+}
+
+fn ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
+    let mut out = vec![];
+    let mut w = StreamWriter::try_new(&mut out, batch.schema_ref())?;
+    w.write(batch)?;
+    w.finish()?;
+    drop(w);
+    Ok(out)
+}
+
+fn read_ipc(bytes: &[u8]) -> Result<Option<RecordBatch>> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let mut reader = StreamReader::try_new(Cursor::new(bytes), None)?;
+    reader.next().transpose().map_err(Into::into)
+}
+
+/// A scan's share of a dynamic filter → conjuncts its reader prunes with: per key column that is a scan column,
+/// `>= min` and `<= max`, an IN list of the few keys, and, when nothing can match, `IS NULL AND IS NOT NULL`.
+pub fn scan_filters(f: &pb::ParquetScanDynamicFilter) -> Result<Vec<(usize, ScanFilterKind, Vec<ScalarValue>)>> {
+    let Some(pruning) = &f.pruning else { return Ok(vec![]) };
+    let mut out = vec![];
+    let column_of = |key: usize| f.columns.get(&(key as u32)).map(|c| *c as usize);
+    if pruning.empty {
+        if let Some(c) = column_of(0) {
+            out.push((c, ScanFilterKind::IsNull, vec![]));
+            out.push((c, ScanFilterKind::IsNotNull, vec![]));
+        }
+        return Ok(out);
+    }
+    if let Some(bounds) = read_ipc(&pruning.bounds)? {
+        if bounds.num_rows() != 2 {
+            return internal_err!("dynamic filter pruning: {} bound rows", bounds.num_rows());
+        }
+        for (key, col) in bounds.columns().iter().enumerate() {
+            let Some(c) = column_of(key) else { continue };
+            let (lo, hi) = (ScalarValue::try_from_array(col, 0)?, ScalarValue::try_from_array(col, 1)?);
+            if !lo.is_null() && !hi.is_null() {
+                out.push((c, ScanFilterKind::Ge, vec![lo]));
+                out.push((c, ScanFilterKind::Le, vec![hi]));
+            }
+        }
+    }
+    if let (Some(values), Some(c)) = (read_ipc(&pruning.values)?, column_of(0)) {
+        let col = values.column(0);
+        let list = (0..col.len()).map(|i| ScalarValue::try_from_array(col, i)).collect::<Result<Vec<_>>>()?;
+        out.push((c, ScanFilterKind::In, list));
+    }
+    Ok(out)
+}
+
+/// The comparisons [`scan_filters`] makes (the scan planner maps them onto its reader's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanFilterKind {
+    Ge,
+    Le,
+    In,
+    IsNull,
+    IsNotNull,
 }

@@ -7,6 +7,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion_common::Result;
 use ember_proto as pb;
 
+use super::dynamic_filter::{scan_filters, ScanFilterKind};
 use super::types::to_scalar;
 use crate::error::plan_error;
 use crate::operators::parquet_scan::{
@@ -81,6 +82,22 @@ where
             Ok(ScanFilter { column: f.column as usize, op, values })
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut filters = filters;
+    for d in &task.dynamic_filters {
+        for (column, kind, values) in scan_filters(d)? {
+            if column >= task.columns.len() {
+                return Err(plan_error(format!("dynamic filter on column {column} of {}", task.columns.len())));
+            }
+            let op = match kind {
+                ScanFilterKind::Ge => FilterOp::Ge,
+                ScanFilterKind::Le => FilterOp::Le,
+                ScanFilterKind::In => FilterOp::In,
+                ScanFilterKind::IsNull => FilterOp::IsNull,
+                ScanFilterKind::IsNotNull => FilterOp::IsNotNull,
+            };
+            filters.push(ScanFilter { column, op, values });
+        }
+    }
     let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)
         .map_err(|e| plan_error(e.to_string()))?;
     Ok(reader

@@ -10,7 +10,10 @@ use super::sort::sort_exprs;
 use super::{expr, types};
 use crate::error::plan_error;
 use crate::expressions::NormalizeFloatExpr;
-use crate::operators::{RangePartitioner, ShuffleWriterExec};
+use crate::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig};
+use crate::operators::{DropFilterSpec, KeySummarySpec, RangePartitioner, ShuffleWriterExec};
+use crate::planner::dynamic_filter::{decode_dynamic_filter, encode_dynamic_filter};
+use prost::Message;
 
 /// The map side of a shuffle of `input`.
 pub fn create_shuffle_writer(w: &pb::ShuffleWriter, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
@@ -27,7 +30,7 @@ pub fn create_shuffle_writer(w: &pb::ShuffleWriter, input: Arc<dyn ExecutionPlan
         usize::try_from(w.spill_bytes).unwrap_or(usize::MAX),
     )?;
     if !w.range {
-        return Ok(Arc::new(writer));
+        return Ok(Arc::new(with_dynamic_filters(w, writer)?));
     }
     let range = range_partitioner(w, &schema)?;
     if range.num_partitions() != w.num_partitions {
@@ -38,6 +41,35 @@ pub fn create_shuffle_writer(w: &pb::ShuffleWriter, input: Arc<dyn ExecutionPlan
         )));
     }
     Ok(Arc::new(writer.with_range(range)?))
+}
+
+/// A hash shuffle's dynamic filter roles: summarizing its keys (a join's build side), dropping rows by a filter
+/// (its probe side).
+fn with_dynamic_filters(w: &pb::ShuffleWriter, mut writer: ShuffleWriterExec) -> Result<ShuffleWriterExec> {
+    if w.summarize_keys {
+        let config = DynamicFilterConfig {
+            max_set_values: w.summary_max_set_values as usize,
+            bloom_bytes: usize::try_from(w.summary_bloom_bytes).unwrap_or(usize::MAX),
+        };
+        let encode = Arc::new(|f: &DynamicFilter| Ok(encode_dynamic_filter(f)?.encode_to_vec()));
+        writer = writer.with_summary(KeySummarySpec { config, encode })?;
+    }
+    if let Some(f) = &w.drop_filter {
+        let filter = decode_dynamic_filter(f)?;
+        let types = writer.keys().iter().map(|k| k.data_type(&writer.input_schema())).collect::<Result<Vec<_>>>()?;
+        // The join's two sides have keys of one type each (Spark's analysis casts them); a filter over other
+        // types only ever saves work, so it is left out rather than failing the task.
+        if filter.key_types() != types.as_slice() {
+            log::warn!("dynamic filter over {:?} for shuffle keys of types {types:?}: not applied", filter.key_types());
+            return Ok(writer);
+        }
+        writer = writer.with_drop_filter(DropFilterSpec {
+            filter: Arc::new(filter),
+            sample_rows: usize::try_from(w.drop_sample_rows).unwrap_or(usize::MAX),
+            min_pruned_fraction: w.drop_min_pruned_fraction,
+        })?;
+    }
+    Ok(writer)
 }
 
 /// A range shuffle's partitioner: the keys in Spark's sort order (floats normalized) and the bounds, literals

@@ -654,3 +654,158 @@ fn range_partitioning_routes_by_the_bounds() {
     let broker = Arc::new(FixedBroker::new(usize::MAX));
     assert!(NativePlan::try_new(&bytes, vec![reader(vec![], s.clone())], broker).is_err());
 }
+
+/// Runs a writer plan, returning its data blocks, the summary row's bytes (partition -1: present exactly when
+/// the writer summarizes, always last) and the writer's named metrics.
+fn run_filtered(plan: &pb::Plan, inputs: Vec<RecordBatch>, input_schema: SchemaRef) -> (Run, Option<Vec<u8>>) {
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let mut p = NativePlan::try_new(&plan.encode_to_vec(), vec![reader(inputs, input_schema)], broker.clone()).unwrap();
+    let mut out = vec![];
+    while let Some(b) = p.next_batch().unwrap() {
+        out.push(b);
+    }
+    assert_eq!(p.memory().0, 0, "the writer's reservations are released at the end");
+    let m = p.metrics().into_iter().find(|m| m.id == 1).unwrap();
+    drop(p);
+    let mut summary = None;
+    let mut data = vec![];
+    for (i, b) in out.iter().enumerate() {
+        let parts = b.column(0).as_primitive::<arrow::datatypes::Int32Type>();
+        if (0..b.num_rows()).any(|r| parts.value(r) == -1) {
+            assert!(i == out.len() - 1 && b.num_rows() == 1 && summary.is_none(), "the summary is the last row");
+            summary = Some(b.column(1).as_binary::<i32>().value(0).to_vec());
+        } else {
+            data.push(b.clone());
+        }
+    }
+    let run = Run {
+        blocks: decode(&data),
+        broker,
+        named: m.named,
+        output_rows: m.output_rows,
+        spills: m.spill_count,
+        spilled_rows: m.spilled_rows,
+        output_batch_bytes: vec![],
+    };
+    (run, summary)
+}
+
+/// A build side's writer summarizes its keys per reduce partition: every non-null key passes the filter of the
+/// partition Spark routes it to and, while the sets are exact, no other partition's (so a probe row can only
+/// pass the filter of the partition it is routed to); an empty input reports an empty summary.
+#[test]
+fn a_build_side_writer_reports_its_keys_per_partition() {
+    use ember_engine::operators::dynamic_filter::DynamicFilter;
+    use ember_engine::planner::dynamic_filter::decode_dynamic_filter;
+    let s = schema();
+    let inputs = random_batches(11, 3, 2000);
+    for (keys, n) in [(vec![1usize], 7u32), (vec![0, 2], 16), (vec![7], 1)] {
+        let mut plan = writer_plan(&keys, n, 0, &s, &s);
+        let pb::operator::Kind::ShuffleWriter(w) = plan.root.as_mut().unwrap().kind.as_mut().unwrap() else {
+            unreachable!()
+        };
+        w.summarize_keys = true;
+        w.summary_max_set_values = 1 << 20;
+        w.summary_bloom_bytes = 1024;
+        let (r, summary) = run_filtered(&plan, inputs.clone(), s.clone());
+        check_rows_kept(&r, &inputs, &keys, n, |_, _| true);
+        let proto = pb::DynamicFilter::decode(summary.expect("a summary row").as_slice()).unwrap();
+        let f: DynamicFilter = decode_dynamic_filter(&proto).unwrap();
+        assert_eq!(f.num_partitions(), n as usize);
+        let all = concat_batches(&s, &inputs).unwrap();
+        let cols: Vec<ArrayRef> = keys.iter().map(|&k| all.column(k).clone()).collect();
+        for row in 0..all.num_rows() {
+            let key: Vec<ArrayRef> = cols.iter().map(|c| c.slice(row, 1)).collect();
+            let null = key.iter().any(|k| k.is_null(0));
+            let home = reference_partition(&all, row, &keys, n) as usize;
+            for p in 0..n as usize {
+                let pass = f.might_contain_in(p, &key).unwrap().value(0);
+                assert_eq!(pass, !null && p == home, "row {row}, partition {p} (home {home}), keys {keys:?}");
+            }
+        }
+        let (_, empty) = run_filtered(&plan, vec![], s.clone());
+        let empty = decode_dynamic_filter(&pb::DynamicFilter::decode(empty.unwrap().as_slice()).unwrap()).unwrap();
+        assert!((0..n as usize).all(|p| empty.summary(p).unwrap().rows == 0));
+    }
+}
+
+/// Every row whose partition `keep` accepts is in a block of its partition, in input order; no other row is.
+fn check_rows_kept(run: &Run, inputs: &[RecordBatch], keys: &[usize], n: u32, keep: impl Fn(usize, u32) -> bool) {
+    let schema = inputs[0].schema();
+    let all = concat_batches(&schema, inputs).unwrap();
+    let mut expected: Vec<Vec<u32>> = vec![vec![]; n as usize];
+    for r in 0..all.num_rows() {
+        let p = reference_partition(&all, r, keys, n);
+        if keep(r, p) {
+            expected[p as usize].push(r as u32);
+        }
+    }
+    for (p, rows) in expected.into_iter().enumerate() {
+        let got: Vec<RecordBatch> =
+            run.blocks.iter().filter(|(q, _)| *q as usize == p).map(|(_, b)| b.clone()).collect();
+        let have = concat_batches(&schema, &got).unwrap();
+        let want = take_record_batch(&all, &UInt32Array::from(rows)).unwrap();
+        assert_eq!(have.num_rows(), want.num_rows(), "rows of partition {p}");
+        for c in 0..schema.fields().len() {
+            assert_eq!(have.column(c).to_data(), want.column(c).to_data(), "partition {p}, column {c}");
+        }
+    }
+    assert_eq!(run.broker.used(), 0, "all memory returned");
+}
+
+/// A probe side's writer drops exactly the rows whose key is not among the build keys of the partition it routes
+/// them to (null keys always); the filter of one partition applied to another's rows would drop rows that match
+/// (checked: the partition-wise filter is not the union). A filter that drops too little is switched off.
+#[test]
+fn a_probe_side_writer_drops_rows_that_cannot_match_in_their_partition() {
+    use ember_engine::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig};
+    use ember_engine::planner::dynamic_filter::encode_dynamic_filter;
+    let s = schema();
+    let inputs = random_batches(12, 4, 2500);
+    let all = concat_batches(&s, &inputs).unwrap();
+    let (keys, n) = (vec![0usize], 8u32);
+    // Build keys: the even values of `i` (a column of -50..50).
+    let build: Int32Array = (-50..50).filter(|v| v % 2 == 0).map(Some).collect();
+    let build_batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("i", DataType::Int32, true)])),
+        vec![Arc::new(build.clone())],
+    )
+    .unwrap();
+    let routed: Vec<u32> = (0..build.len()).map(|r| reference_partition(&build_batch, r, &[0], n)).collect();
+    let config = DynamicFilterConfig { max_set_values: 1000, bloom_bytes: 1024 };
+    let mut f = DynamicFilter::try_new(vec![DataType::Int32], n as usize, config).unwrap();
+    f.update_routed(&routed, &[Arc::new(build) as ArrayRef]).unwrap();
+    let mut plan = writer_plan(&keys, n, 0, &s, &s);
+    let pb::operator::Kind::ShuffleWriter(w) = plan.root.as_mut().unwrap().kind.as_mut().unwrap() else {
+        unreachable!()
+    };
+    w.drop_filter = Some(encode_dynamic_filter(&f).unwrap());
+    w.drop_sample_rows = u64::MAX;
+    let (r, _) = run_filtered(&plan, inputs.clone(), s.clone());
+    let i = all.column(0).as_primitive::<arrow::datatypes::Int32Type>();
+    let matches = |row: usize| i.is_valid(row) && i.value(row) % 2 == 0;
+    check_rows_kept(&r, &inputs, &keys, n, |row, _| matches(row));
+    let dropped = (0..all.num_rows()).filter(|&row| !matches(row)).count() as u64;
+    assert_eq!(named(&r, "dynamic_filter_rows_dropped"), dropped);
+    assert_eq!(named(&r, "dynamic_filter_switched_off"), 0);
+    // Partition 0's filter for every row drops matching rows of the other partitions.
+    let p0 = f.filter_of(0).unwrap();
+    let key: ArrayRef = all.column(0).clone();
+    let wrong = p0.might_contain(&[key]).unwrap();
+    let lost = (0..all.num_rows()).filter(|&row| matches(row) && !wrong.value(row)).count();
+    assert!(lost > 0, "one partition's filter must not pass the others' keys");
+    // The cost gate: after 1000 rows it needs 90% dropped; about half are, so it switches off and keeps the rest.
+    w_gate(&mut plan, 1000, 0.9);
+    let (r, _) = run_filtered(&plan, inputs.clone(), s.clone());
+    assert_eq!(named(&r, "dynamic_filter_switched_off"), 1);
+    let kept: usize = r.blocks.iter().map(|(_, b)| b.num_rows()).sum();
+    assert!(kept > all.num_rows() - dropped as usize, "rows after the switch are all kept");
+}
+
+fn w_gate(plan: &mut pb::Plan, sample: u64, fraction: f64) {
+    let pb::operator::Kind::ShuffleWriter(w) = plan.root.as_mut().unwrap().kind.as_mut().unwrap() else {
+        unreachable!()
+    };
+    w.drop_sample_rows = sample;
+    w.drop_min_pruned_fraction = fraction;
+}

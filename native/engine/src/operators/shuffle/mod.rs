@@ -5,4 +5,4 @@ pub mod reader;
 pub mod writer;
 
 pub use reader::ShuffleBlockReader;
-pub use writer::{RangePartitioner, ShuffleWriterExec};
+pub use writer::{DropFilterSpec, KeySummarySpec, RangePartitioner, ShuffleWriterExec};

@@ -24,6 +24,13 @@
 //! partition)), ~35% end to end at 200 partitions (the ignored `timing` test in tests/engine/shuffle.rs); and
 //! the buffered batches are compact, so their reservation is exact.
 //!
+//! **Dynamic filters** (see [`crate::operators::dynamic_filter`]). A build side's writer can *summarize* its keys
+//! per reduce partition (the partition id it computes anyway, no extra hashing) and report the summary as one
+//! last output row with partition -1 (empty bytes: no summary, e.g. when the pool refused its memory); a probe
+//! side's writer can *drop* each row whose key fails the filter of the partition it routes the row to — a
+//! partition-aware filter without re-hashing — under a cost gate: after `sample_rows` rows it stops filtering
+//! unless it dropped at least `min_pruned_fraction` of them.
+//!
 //! Memory: the reservation covers the buffered batches. Not reserved: the block being encoded and the output
 //! batch (at most ~16 MiB plus one block, handed to the JVM).
 
@@ -35,6 +42,14 @@ pub mod metric_names {
         SHUFFLE_ROWS = "shuffle_rows",
         /// Spills forced by the pool's refusal (the others: `spill_bytes` reached).
         MEMORY_SPILLS = "memory_spills",
+        /// Input rows a dynamic filter dropped (their key cannot match in the partition they went to).
+        DYNAMIC_FILTER_ROWS_DROPPED = "dynamic_filter_rows_dropped",
+        /// 1 when the dynamic filter's cost gate switched it off.
+        DYNAMIC_FILTER_SWITCHED_OFF = "dynamic_filter_switched_off",
+        /// Bytes of the key summary the writer reported (encoded).
+        DYNAMIC_FILTER_SUMMARY_BYTES = "dynamic_filter_summary_bytes",
+        /// Time spent summarizing keys and applying the dynamic filter.
+        DYNAMIC_FILTER_TIME = "dynamic_filter_time",
     );
 }
 use std::collections::VecDeque;
@@ -47,7 +62,7 @@ use std::task::{Context, Poll};
 
 use arrow::array::{ArrayRef, BinaryArray, Int32Array, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow::buffer::OffsetBuffer;
-use arrow::compute::{can_cast_types, cast, concat, take_record_batch};
+use arrow::compute::{can_cast_types, cast, concat, filter_record_batch, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow::ipc::MetadataVersion;
@@ -60,14 +75,49 @@ use datafusion_execution::{RecordBatchStream, SendableRecordBatchStream, TaskCon
 use datafusion_physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion_physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion_physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, SpillMetrics,
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, SpillMetrics, Time,
 };
 use datafusion_physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
 };
 use futures::{Stream, StreamExt};
 
+use crate::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig};
 use crate::spark_hash::{self, SPARK_HASH_SEED};
+
+/// How a writer summarizes its keys (see the module doc).
+#[derive(Clone)]
+pub struct KeySummarySpec {
+    pub config: DynamicFilterConfig,
+    /// The summary's bytes as the JVM forwards them to the driver (the planner's proto form).
+    pub encode: SummaryEncoder,
+}
+
+/// Encodes a summary into the bytes the writer reports.
+pub type SummaryEncoder = Arc<dyn Fn(&DynamicFilter) -> Result<Vec<u8>> + Send + Sync>;
+
+impl fmt::Debug for KeySummarySpec {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "KeySummarySpec({:?})", self.config)
+    }
+}
+
+/// How a writer drops rows by a build side's filter (see the module doc).
+#[derive(Debug, Clone)]
+pub struct DropFilterSpec {
+    pub filter: Arc<DynamicFilter>,
+    /// The cost gate: rows seen before deciding, and the fraction that must have been dropped by then.
+    pub sample_rows: usize,
+    pub min_pruned_fraction: f64,
+}
+
+struct SummaryState {
+    /// None once abandoned (its memory refused) or reported.
+    filter: Option<DynamicFilter>,
+    reservation: MemoryReservation,
+    spec: KeySummarySpec,
+    reported: bool,
+}
 
 /// Spark's `RangePartitioner.getPartition` for SQL's `RangePartitioning`: a row goes to the number of bounds that
 /// sort strictly before its key (Spark's linear scan and binary search both give that, its bounds being strictly
@@ -144,6 +194,8 @@ pub struct ShuffleWriterExec {
     spill_bytes: usize,
     /// Range partitioning (then `keys` is empty and `num_partitions` is the partitioner's).
     range: Option<Arc<RangePartitioner>>,
+    summary: Option<KeySummarySpec>,
+    drop_filter: Option<DropFilterSpec>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -197,9 +249,35 @@ impl ShuffleWriterExec {
             block_schema,
             spill_bytes,
             range: None,
+            summary: None,
+            drop_filter: None,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// Summarizes the hash keys per partition and reports the summary, encoded by `spec.encode`, as the last
+    /// output row (partition -1).
+    pub fn with_summary(mut self, spec: KeySummarySpec) -> Result<Self> {
+        if self.keys.is_empty() || self.range.is_some() {
+            return plan_err!("ShuffleWriter: a key summary needs hash keys");
+        }
+        self.summary = Some(spec);
+        Ok(self)
+    }
+
+    /// Drops rows whose hash keys fail `spec.filter` in the partition they go to (a filter of as many partitions
+    /// as the writer's, or of one partition for all).
+    pub fn with_drop_filter(mut self, spec: DropFilterSpec) -> Result<Self> {
+        let n = spec.filter.num_partitions();
+        if self.keys.is_empty() || self.range.is_some() || (n != 1 && n != self.num_partitions as usize) {
+            return plan_err!(
+                "ShuffleWriter: a dynamic filter of {n} partitions for a hash shuffle of {} partitions",
+                self.num_partitions
+            );
+        }
+        self.drop_filter = Some(spec);
+        Ok(self)
     }
 
     /// Routes rows by `range` instead of hashing (the writer must have no hash keys).
@@ -214,6 +292,10 @@ impl ShuffleWriterExec {
 
     pub fn keys(&self) -> &[Arc<dyn PhysicalExpr>] {
         &self.keys
+    }
+
+    pub fn input_schema(&self) -> SchemaRef {
+        self.input.schema()
     }
 
     pub fn num_partitions(&self) -> u32 {
@@ -235,10 +317,12 @@ impl DisplayAs for ShuffleWriterExec {
         let keys: Vec<_> = self.keys.iter().map(|k| k.to_string()).collect();
         write!(
             f,
-            "ShuffleWriterExec: hash=[{}], partitions={}, spill_bytes={}",
+            "ShuffleWriterExec: hash=[{}], partitions={}, spill_bytes={}{}{}",
             keys.join(", "),
             self.num_partitions,
-            self.spill_bytes
+            self.spill_bytes,
+            if self.summary.is_some() { ", summarizes keys" } else { "" },
+            if self.drop_filter.is_some() { ", dynamic filter" } else { "" }
         )
     }
 }
@@ -283,6 +367,8 @@ impl ExecutionPlan for ShuffleWriterExec {
             self.spill_bytes,
         )?;
         new.range = self.range.clone();
+        new.summary = self.summary.clone();
+        new.drop_filter = self.drop_filter.clone();
         Ok(Arc::new(new))
     }
 
@@ -291,11 +377,28 @@ impl ExecutionPlan for ShuffleWriterExec {
         let reservation = MemoryConsumer::new(format!("ShuffleWriter[{partition}]"))
             .with_can_spill(true)
             .register(context.memory_pool());
+        let summary = match &self.summary {
+            Some(spec) => {
+                let types = self.keys.iter().map(|k| k.data_type(&self.input.schema())).collect::<Result<Vec<_>>>()?;
+                Some(SummaryState {
+                    filter: Some(DynamicFilter::try_new(types, self.num_partitions as usize, spec.config)?),
+                    reservation: MemoryConsumer::new(format!("ShuffleWriterKeySummary[{partition}]"))
+                        .register(context.memory_pool()),
+                    spec: spec.clone(),
+                    reported: false,
+                })
+            }
+            None => None,
+        };
         Ok(Box::pin(ShuffleWriterStream {
             input,
             keys: self.keys.clone(),
             num_partitions: self.num_partitions,
             range: self.range.clone(),
+            summary,
+            drop_filter: self.drop_filter.clone(),
+            drop_seen: 0,
+            drop_dropped: 0,
             block_schema: self.block_schema.clone(),
             spill_bytes: self.spill_bytes,
             batch_size: context.session_config().batch_size().max(1),
@@ -328,6 +431,10 @@ struct ShuffleWriterMetrics {
     shuffle_rows: Count,
     /// Spills forced by the memory pool refusing more (the others: `spill_bytes` reached).
     memory_spills: Count,
+    dynamic_filter_rows_dropped: Count,
+    dynamic_filter_switched_off: Count,
+    dynamic_filter_summary_bytes: Count,
+    dynamic_filter_time: Time,
 }
 
 impl ShuffleWriterMetrics {
@@ -338,6 +445,10 @@ impl ShuffleWriterMetrics {
             block_bytes: b().counter(metric_names::BLOCK_BYTES, partition),
             shuffle_rows: b().counter(metric_names::SHUFFLE_ROWS, partition),
             memory_spills: b().counter(metric_names::MEMORY_SPILLS, partition),
+            dynamic_filter_rows_dropped: b().counter(metric_names::DYNAMIC_FILTER_ROWS_DROPPED, partition),
+            dynamic_filter_switched_off: b().counter(metric_names::DYNAMIC_FILTER_SWITCHED_OFF, partition),
+            dynamic_filter_summary_bytes: b().counter(metric_names::DYNAMIC_FILTER_SUMMARY_BYTES, partition),
+            dynamic_filter_time: b().subset_time(metric_names::DYNAMIC_FILTER_TIME, partition),
         }
     }
 }
@@ -383,6 +494,11 @@ struct ShuffleWriterStream {
     keys: Vec<Arc<dyn PhysicalExpr>>,
     num_partitions: u32,
     range: Option<Arc<RangePartitioner>>,
+    summary: Option<SummaryState>,
+    drop_filter: Option<DropFilterSpec>,
+    /// Rows the drop filter saw and dropped (for its cost gate).
+    drop_seen: usize,
+    drop_dropped: usize,
     block_schema: SchemaRef,
     spill_bytes: usize,
     batch_size: usize,
@@ -401,13 +517,14 @@ struct ShuffleWriterStream {
 }
 
 impl ShuffleWriterStream {
-    /// Each row's partition.
-    fn partitions(&self, batch: &RecordBatch) -> Result<Vec<u32>> {
+    /// Each row's partition, and the hash keys' values (empty for a range shuffle).
+    fn partitions(&self, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<ArrayRef>)> {
         if let Some(range) = &self.range {
-            return range.partitions(batch);
+            return Ok((range.partitions(batch)?, vec![]));
         }
         let n = batch.num_rows();
         let mut hashes = vec![SPARK_HASH_SEED; n];
+        let mut keys = Vec::with_capacity(self.keys.len());
         for k in &self.keys {
             // Evaluated even for one partition, as Spark evaluates its partition id expression for every row:
             // a key that fails (e.g. an ANSI overflow) fails here too.
@@ -415,11 +532,81 @@ impl ShuffleWriterStream {
             if self.num_partitions > 1 {
                 spark_hash::update_hashes(column.as_ref(), &mut hashes)?;
             }
+            keys.push(column);
         }
         if self.keys.is_empty() || self.num_partitions == 1 {
-            return Ok(vec![0; n]);
+            return Ok((vec![0; n], keys));
         }
-        Ok(hashes.into_iter().map(|h| spark_hash::pmod(h, self.num_partitions)).collect())
+        Ok((hashes.into_iter().map(|h| spark_hash::pmod(h, self.num_partitions)).collect(), keys))
+    }
+
+    /// Drops the rows the dynamic filter rules out (until its cost gate switches it off).
+    fn apply_drop_filter(
+        &mut self,
+        batch: RecordBatch,
+        partitions: Vec<u32>,
+        keys: Vec<ArrayRef>,
+    ) -> Result<(RecordBatch, Vec<u32>, Vec<ArrayRef>)> {
+        let Some(spec) = &self.drop_filter else { return Ok((batch, partitions, keys)) };
+        let _timer = self.metrics.dynamic_filter_time.timer();
+        let pass = if spec.filter.num_partitions() == 1 {
+            spec.filter.might_contain(&keys)?
+        } else {
+            spec.filter.might_contain_routed(&partitions, &keys)?
+        };
+        let kept = pass.true_count();
+        let dropped = batch.num_rows() - kept;
+        self.drop_seen += batch.num_rows();
+        self.drop_dropped += dropped;
+        self.metrics.dynamic_filter_rows_dropped.add(dropped);
+        if self.drop_seen >= spec.sample_rows
+            && (self.drop_dropped as f64) < spec.min_pruned_fraction * self.drop_seen as f64
+        {
+            self.metrics.dynamic_filter_switched_off.add(1);
+            self.drop_filter = None;
+        }
+        if dropped == 0 {
+            return Ok((batch, partitions, keys));
+        }
+        let batch = filter_record_batch(&batch, &pass)?;
+        let partitions = partitions.iter().zip(pass.values().iter()).filter(|(_, k)| *k).map(|(p, _)| *p).collect();
+        let keys = keys.iter().map(|k| arrow::compute::filter(k.as_ref(), &pass)).collect::<Result<Vec<_>, _>>()?;
+        Ok((batch, partitions, keys))
+    }
+
+    /// Adds the rows' keys to the summary, under its own reservation; a refusal abandons the summary (the
+    /// writer then reports none, and its consumers filter nothing).
+    fn summarize(&mut self, partitions: &[u32], keys: &[ArrayRef]) -> Result<()> {
+        let Some(state) = &mut self.summary else { return Ok(()) };
+        let Some(filter) = &mut state.filter else { return Ok(()) };
+        let _timer = self.metrics.dynamic_filter_time.timer();
+        filter.update_routed(partitions, keys)?;
+        let size = filter.size();
+        if state.reservation.try_resize(size).is_err() {
+            state.filter = None;
+            state.reservation.free();
+        }
+        Ok(())
+    }
+
+    /// The summary row (partition -1), once, after the last block.
+    fn summary_output(&mut self) -> Result<Option<RecordBatch>> {
+        let Some(state) = &mut self.summary else { return Ok(None) };
+        if state.reported {
+            return Ok(None);
+        }
+        state.reported = true;
+        let bytes = match state.filter.take() {
+            Some(filter) => (state.spec.encode)(&filter)?,
+            None => vec![],
+        };
+        state.reservation.free();
+        self.metrics.dynamic_filter_summary_bytes.add(bytes.len());
+        let blocks = BinaryArray::from_vec(vec![bytes.as_slice()]);
+        Ok(Some(RecordBatch::try_new(
+            shuffle_output_schema(),
+            vec![Arc::new(Int32Array::from(vec![-1])) as ArrayRef, Arc::new(blocks)],
+        )?))
     }
 
     /// The batch with the block schema's types and names (the JVM reader decodes exactly Spark's types).
@@ -439,7 +626,12 @@ impl ShuffleWriterStream {
 
     /// Routes an input batch's rows and buffers it (in the block schema, in partition order).
     fn route(&mut self, batch: RecordBatch) -> Result<()> {
-        let partitions = self.partitions(&batch)?;
+        let (partitions, keys) = self.partitions(&batch)?;
+        let (batch, partitions, keys) = self.apply_drop_filter(batch, partitions, keys)?;
+        self.summarize(&partitions, &keys)?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
         self.metrics.shuffle_rows.add(batch.num_rows());
         let batch = self.to_block_schema(batch)?;
         let (batch, slices) = sort_by_partition(batch, &partitions, self.num_partitions)?;
@@ -614,7 +806,10 @@ impl ShuffleWriterStream {
         loop {
             if self.input_done {
                 let timer = elapsed.timer();
-                let out = self.next_output();
+                let out = match self.next_output() {
+                    Ok(None) => self.summary_output(),
+                    other => other,
+                };
                 timer.done();
                 return Poll::Ready(out.transpose());
             }
