@@ -124,6 +124,12 @@ public final class NativeLib {
   public static native void closePlan(long handle);
 
   /**
+   * On the driver: unites a join build side's key summaries ({@code summaries}: each map task's proto
+   * DynamicFilter preceded by its length as a big-endian int) into a proto DynamicFilterUnion.
+   */
+  public static native byte[] unionDynamicFilters(byte[] summaries);
+
+  /**
    * Opens the executor's registry of hash tables built from one broadcast value and shared by its tasks;
    * {@code memory} has {@code boolean acquire(long)} and {@code void release(long)} (Spark's storage memory).
    * Returns its handle, which {@code createPlan}'s broadcast sources hand over ({@code long sharedBuilds()}).

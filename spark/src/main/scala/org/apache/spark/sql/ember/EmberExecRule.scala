@@ -370,16 +370,37 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
           op
         )
       )
+    // Taken in by the exchange above it (see DynamicFilterPlanner).
+    case m: EmberDynamicFilterExec => m
     case s: exchange.ShuffleExchangeExec =>
-      attempt(s, ShuffleSerde)(op =>
+      val (child, role) = s.child match {
+        case m: EmberDynamicFilterExec => (m.child, Some(m.role))
+        case c => (c, None)
+      }
+      val ex = if (role.isEmpty) s else s.copy(child = child)
+      val converted = attempt(ex, ShuffleSerde)(op =>
         EmberShuffleExchangeExec(
           s.outputPartitioning,
-          native(s.child),
+          native(child),
           s.shuffleOrigin,
           s.advisoryPartitionSize,
-          op
+          role.fold(op)(r => DynamicFilterPlanner.writer(op, r, session.sessionState.conf)),
+          role
         )
       )
+      converted match {
+        case e: EmberShuffleExchangeExec =>
+          e.dynamicFilter.foreach {
+            case DynamicFilterRole.Build(link) => link.buildPlanned = true
+            case _ =>
+          }
+          e
+        // Spark's exchange, with the node that keeps its canonical form its own.
+        case _ if role.isDefined =>
+          fallbackReasons(ex).foreach(tag(s, _))
+          s
+        case other => other
+      }
     case b: exchange.BroadcastExchangeExec =>
       attempt(b, BroadcastExchangeSerde)(op => EmberBroadcastExchangeExec(b.mode, native(b.child), op))
     case j: joins.BroadcastHashJoinExec if j.getTagValue(BroadcastOrderNeeded).isEmpty =>

@@ -144,7 +144,11 @@ object EmberBlock {
         case WholeStageCodegenExec(r: RangeExec) if nativeRange =>
           (Left(RangeSlices.rdd(r, in.metrics("rangeRows"))), proto.InputKind.INPUT_KIND_RANGE)
         case scan: FileSourceScanExec if NativeParquetScan.unsupported(scan).isEmpty =>
-          (Left(NativeParquetScan.rdd(scan, in.parquetScanMetrics)), proto.InputKind.INPUT_KIND_PARQUET)
+          val pruning = in.getTagValue(EmberInputExec.DynamicPruning).toSeq
+          (
+            Left(NativeParquetScan.rdd(scan, in.parquetScanMetrics, pruning)),
+            proto.InputKind.INPUT_KIND_PARQUET
+          )
         case c if CachedTableScan.of(c).exists(s => CachedTableScan.unsupported(s).isEmpty) =>
           (Left(CachedTableScan.rdd(CachedTableScan.of(c).get)), proto.InputKind.INPUT_KIND_CACHED_BATCHES)
         case child if child.supportsColumnar =>

@@ -2,6 +2,7 @@ package org.apache.spark.sql.ember.execution
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.ember.serde.TypeSerde
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -46,6 +47,8 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
   override def simpleString(maxFields: Int): String = child match {
     case scan: FileSourceScanExec =>
       NativeParquetScan.unsupported(scan) match {
+        case None if getTagValue(EmberInputExec.DynamicPruning).isDefined =>
+          s"$nodeName (Parquet read natively, pruned by a dynamic filter)"
         case None => s"$nodeName (Parquet read natively)"
         case Some(why) => s"$nodeName (file scan read by Spark: $why)"
       }
@@ -57,4 +60,11 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
     case _ => nodeName
   }
   override protected def withNewChildInternal(newChild: SparkPlan): EmberInputExec = copy(child = newChild)
+}
+
+object EmberInputExec {
+
+  /** On a native Parquet scan's input: a join's dynamic filter its reader prunes with (set at execution). */
+  val DynamicPruning: TreeNodeTag[proto.ParquetScanDynamicFilter] =
+    TreeNodeTag[proto.ParquetScanDynamicFilter]("ember.dynamicPruning")
 }

@@ -1,9 +1,12 @@
 package org.apache.spark.sql.ember.execution
 
-import scala.concurrent.Future
+import scala.concurrent.{ExecutionContext, Future}
+import scala.concurrent.duration.Duration
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.{MapOutputStatistics, PartitionIdPassthrough, ShuffleDependency}
+import org.apache.spark.{MapOutputStatistics, PartitionIdPassthrough, ShuffleDependency, TaskContext}
+import org.apache.spark.sql.ember.DynamicFilterPlanner
+import org.apache.spark.util.{CollectionAccumulator, ThreadUtils}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
@@ -42,7 +45,8 @@ case class EmberShuffleExchangeExec(
     child: SparkPlan,
     shuffleOrigin: ShuffleOrigin,
     advisoryPartitionSize: Option[Long],
-    nativeOperator: proto.Operator
+    nativeOperator: proto.Operator,
+    dynamicFilter: Option[DynamicFilterRole] = None
 ) extends ShuffleExchangeLike {
 
   private lazy val writeMetrics = SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
@@ -53,7 +57,8 @@ case class EmberShuffleExchangeExec(
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
     "numPartitions" -> SQLMetrics.createMetric(sparkContext, "number of partitions"),
-    "rangeSampledRows" -> SQLMetrics.createMetric(sparkContext, "rows read for the range bounds' sample")
+    "rangeSampledRows" -> SQLMetrics.createMetric(sparkContext, "rows read for the range bounds' sample"),
+    "dynamicFilterWait" -> SQLMetrics.createTimingMetric(sparkContext, "time waiting for the dynamic filter")
   ) ++ readMetrics ++ writeMetrics ++ writerMetrics
 
   override def nodeName: String = "EmberShuffleExchange"
@@ -63,16 +68,39 @@ case class EmberShuffleExchangeExec(
   override def supportsColumnar: Boolean = true
   override def supportsRowBased: Boolean = true
 
-  /** (partition, block row) pairs, one per Arrow IPC block the native writer emits. */
+  /** A probe side's dynamic filter once its build side's summaries are united (see [[DynamicFilterLink]]). */
+  @transient @volatile private var probeFilter: Option[proto.DynamicFilterUnion] = None
+
+  /** The map tasks' key summaries of a build side (map index, bytes). */
+  @transient private lazy val summaries: CollectionAccumulator[(Int, Array[Byte])] =
+    sparkContext.collectionAccumulator[(Int, Array[Byte])]("ember dynamic filter summaries")
+
   /** The writer's proto; a range shuffle's with the bounds Spark's `RangePartitioner` samples now. */
   @transient private lazy val writerOperator: proto.Operator = outputPartitioning match {
     case r: RangePartitioning => RangeBounds.withBounds(nativeOperator, r, child, metrics("rangeSampledRows"))
-    case _ => nativeOperator
+    case _ =>
+      probeFilter.map(_.getFilter).filter(_.getPartitionsCount > 0) match {
+        case Some(f) =>
+          val w = nativeOperator.getShuffleWriter.toBuilder.setDropFilter(f)
+          nativeOperator.toBuilder.setShuffleWriter(w).build()
+        case None => nativeOperator
+      }
   }
 
+  /** (partition, block row) pairs, one per Arrow IPC block the native writer emits. */
   @transient private lazy val blockRecords: RDD[Product2[Int, InternalRow]] = {
+    probeFilter.foreach(u => DynamicFilterPlanner.pruneScans(child, this, u.getPruning))
     val writer = EmberShuffleWriterExec(child, writerOperator, writerMetrics)
-    EmberBlock.execute(writer).mapPartitionsInternal(batches => ShuffleBlocks.records(batches))
+    dynamicFilter match {
+      case Some(_: DynamicFilterRole.Build) =>
+        val acc = summaries
+        EmberBlock
+          .execute(writer)
+          .mapPartitionsInternal(batches =>
+            ShuffleBlocks.records(batches, Some(bytes => acc.add((TaskContext.getPartitionId(), bytes))))
+          )
+      case _ => EmberBlock.execute(writer).mapPartitionsInternal(batches => ShuffleBlocks.records(batches))
+    }
   }
 
   @transient lazy val shuffleDependency: ShuffleDependency[Int, InternalRow, InternalRow] = {
@@ -89,9 +117,35 @@ case class EmberShuffleExchangeExec(
     dep
   }
 
-  @transient override lazy val mapOutputStatisticsFuture: Future[MapOutputStatistics] =
-    if (blockRecords.getNumPartitions == 0) Future.successful(null)
-    else sparkContext.submitMapStage(shuffleDependency)
+  /**
+   * Under adaptive execution, on the thread that submits the stage (Spark's shuffle-exchange pool, with the
+   * query's thread locals, where Spark itself waits for a stage's subqueries): a probe side first waits for its
+   * build side's summaries; a build side unites its summaries when its map stage completes.
+   */
+  @transient override lazy val mapOutputStatisticsFuture: Future[MapOutputStatistics] = {
+    dynamicFilter match {
+      case Some(DynamicFilterRole.Probe(link)) if link.buildPlanned =>
+        val start = System.nanoTime()
+        probeFilter =
+          ThreadUtils.awaitResult(link.result.future, Duration.Inf).map(DynamicFilterSummaries.parse)
+        metrics("dynamicFilterWait").set((System.nanoTime() - start) / 1000000)
+        val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
+        SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, metrics("dynamicFilterWait") :: Nil)
+      case _ =>
+    }
+    val submitted =
+      if (blockRecords.getNumPartitions == 0) Future.successful(null)
+      else sparkContext.submitMapStage(shuffleDependency)
+    dynamicFilter match {
+      case Some(DynamicFilterRole.Build(link)) =>
+        val mappers = blockRecords.getNumPartitions
+        submitted.onComplete { done =>
+          link.result.trySuccess(done.toOption.flatMap(_ => DynamicFilterSummaries.unite(summaries, mappers)))
+        }(ExecutionContext.parasitic)
+      case _ =>
+    }
+    submitted
+  }
 
   override def shuffleId: Int = shuffleDependency.shuffleId
   override def numMappers: Int = shuffleDependency.rdd.getNumPartitions
@@ -118,7 +172,7 @@ case class EmberShuffleExchangeExec(
   }
 
   override def simpleString(maxFields: Int): String =
-    s"EmberShuffleExchange $outputPartitioning, $shuffleOrigin"
+    s"EmberShuffleExchange $outputPartitioning, $shuffleOrigin" + dynamicFilter.fold("")(r => s", $r")
 
   override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleExchangeExec =
     copy(child = newChild)

@@ -39,6 +39,13 @@ object EmberShuffleWriterExec {
   def ownMetrics(sc: SparkContext, rowsLabel: String): Map[String, SQLMetric] = Map(
     "shuffle_rows" -> SQLMetrics.createMetric(sc, rowsLabel),
     "blocks_written" -> SQLMetrics.createMetric(sc, "Arrow IPC blocks written"),
-    "block_bytes" -> SQLMetrics.createSizeMetric(sc, "Arrow IPC block bytes")
+    "block_bytes" -> SQLMetrics.createSizeMetric(sc, "Arrow IPC block bytes"),
+    "dynamic_filter_rows_dropped" -> SQLMetrics.createMetric(sc, "rows dropped by the dynamic filter"),
+    "dynamic_filter_switched_off" -> SQLMetrics.createMetric(sc, "dynamic filter switched off (tasks)"),
+    "dynamic_filter_summary_bytes" -> SQLMetrics.createSizeMetric(sc, "dynamic filter key summary bytes"),
+    "dynamic_filter_time" -> SQLMetrics.createNanoTimingMetric(
+      sc,
+      "time summarizing and applying dynamic filters"
+    )
   )
 }

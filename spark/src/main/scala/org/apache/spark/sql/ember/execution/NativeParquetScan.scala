@@ -173,7 +173,11 @@ object NativeParquetScan {
   }
 
   /** One `ParquetSource` per partition of the scan's own `FileScanRDD`. */
-  def rdd(scan: FileSourceScanExec, metrics: ParquetScanMetrics): RDD[InputIterator] = {
+  def rdd(
+      scan: FileSourceScanExec,
+      metrics: ParquetScanMetrics,
+      dynamicFilters: Seq[proto.ParquetScanDynamicFilter] = Nil
+  ): RDD[InputIterator] = {
     // Spark waits for a scan's subqueries (a scalar subquery pushed into its data filters, dynamic partition
     // pruning) when it executes the scan; read natively, the scan itself never executes, so their results are
     // fetched here before its files and filters are worked out (the subqueries' own results are cached).
@@ -209,6 +213,7 @@ object NativeParquetScan {
         .setLastSwitchJulianDay(RebaseDateTime.lastSwitchJulianDay)
         .setLastSwitchJulianTs(RebaseDateTime.lastSwitchJulianTs)
         .addAllFilters(filters)
+        .addAllDynamicFilters(dynamicFilters.asJava)
         .setFilterRows(filterRows)
       p.files.foreach { f =>
         val split = proto.ParquetSplit

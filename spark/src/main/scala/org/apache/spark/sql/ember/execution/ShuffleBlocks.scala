@@ -14,13 +14,28 @@ object ShuffleBlocks {
    * The writer's output batches → one shuffle record per block: its partition, and the block as an `UnsafeRow`
    * with one BINARY field (null bits, offset-and-size word, the bytes padded to 8), built with a single copy.
    */
-  def records(batches: Iterator[ColumnarBatch]): Iterator[Product2[Int, InternalRow]] =
+  def records(
+      batches: Iterator[ColumnarBatch],
+      onSummary: Option[Array[Byte] => Unit] = None
+  ): Iterator[Product2[Int, InternalRow]] =
     batches.flatMap { batch =>
       val partitions = batch.column(0)
       val blocks =
         batch.column(1).asInstanceOf[ArrowColumnVector].getValueVector.asInstanceOf[VarBinaryVector]
-      // Consumed before the next batch is pulled (which releases this one).
-      Iterator.tabulate(batch.numRows())(i => (partitions.getInt(i), blockRow(blocks, i)))
+      // Consumed before the next batch is pulled (which releases this one). Partition -1: the writer's key
+      // summary (a dynamic filter's build side), which goes to the driver instead of the shuffle.
+      Iterator.tabulate(batch.numRows())(i => i).flatMap { i =>
+        partitions.getInt(i) match {
+          case -1 =>
+            onSummary match {
+              case Some(report) => report(blocks.get(i))
+              case None =>
+                throw new IllegalStateException("Ember: a key summary from a writer that keeps none")
+            }
+            None
+          case p => Some((p, blockRow(blocks, i)))
+        }
+      }
     }
 
   private def blockRow(blocks: VarBinaryVector, i: Int): UnsafeRow = {

@@ -1,0 +1,233 @@
+package org.apache.spark.sql.ember
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
+import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning}
+import org.apache.spark.sql.ember.execution._
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.{QueryStageExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, Exchange, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+import org.ember.EmberConf
+import org.ember.proto
+
+/**
+ * Cross-stage dynamic filters (`spark.ember.dynamicFilter.enabled`, adaptive execution only). Before stages are
+ * created, for each shuffled equi-join where pruning is exact (inner: the larger side; left semi: the left;
+ * outer joins: the side that is not preserved), whose build side is a stage of its own with a filter in it and
+ * whose probe side reads Parquet: an [[EmberDynamicFilterExec]] goes under each side's exchange, sharing one
+ * [[DynamicFilterLink]]. Converted by Ember, the build side's writer summarizes the join keys per reduce
+ * partition; the probe side's map stage waits for their union, its native Parquet scan skips row groups, pages
+ * and rows outside the keys' bounds, and its writer drops every row whose key is not among the build keys of the
+ * partition it routes the row to. Only ever less reading and shuffling: the join still sees every row that can
+ * match.
+ */
+object DynamicFilterPlanner {
+
+  def apply(plan: SparkPlan): SparkPlan = {
+    val conf = SQLConf.get
+    if (!EmberConf.ENABLED.get(conf) || !EmberConf.DYNAMIC_FILTER_ENABLED.get(conf)) plan
+    else
+      plan.transformUp {
+        case j: SortMergeJoinExec =>
+          link(j, j.joinType, j.leftKeys, j.rightKeys, j.left, j.right).getOrElse(j)
+        case j: ShuffledHashJoinExec =>
+          link(j, j.joinType, j.leftKeys, j.rightKeys, j.left, j.right).getOrElse(j)
+      }
+  }
+
+  /** The join with both sides linked, or None where no filter applies. */
+  private def link(
+      join: SparkPlan,
+      joinType: JoinType,
+      leftKeys: Seq[Expression],
+      rightKeys: Seq[Expression],
+      left: SparkPlan,
+      right: SparkPlan
+  ): Option[SparkPlan] = {
+    // (probe is the left side) for each side pruning may be applied to.
+    val probeLeft: Seq[Boolean] = joinType match {
+      case Inner => Seq(size(left) >= size(right))
+      case LeftSemi | RightOuter => Seq(true)
+      case LeftOuter => Seq(false)
+      case _ => Nil
+    }
+    if (!leftKeys.forall(k => exactKey(k.dataType))) return None
+    probeLeft.headOption.flatMap { pl =>
+      val (probe, build) = if (pl) (left, right) else (right, left)
+      val (probeKeys, buildKeys) = if (pl) (leftKeys, rightKeys) else (rightKeys, leftKeys)
+      for {
+        p <- probeSide(underSort(probe))
+        b <- buildSide(underSort(build))
+        if samePartitioning(p.outputPartitioning, b.partitioning, probeKeys, buildKeys)
+      } yield {
+        val theLink = b.linked.getOrElse(DynamicFilterLink.next())
+        val newBuild = b.exchange match {
+          case Some(e) =>
+            replaceUnderSort(
+              build,
+              e.copy(child = EmberDynamicFilterExec(DynamicFilterRole.Build(theLink), e.child))
+            )
+          case None => build
+        }
+        val newProbe = replaceUnderSort(
+          probe,
+          p.copy(child = EmberDynamicFilterExec(DynamicFilterRole.Probe(theLink), p.child))
+        )
+        if (pl) join.withNewChildren(Seq(newProbe, newBuild))
+        else join.withNewChildren(Seq(newBuild, newProbe))
+      }
+    }
+  }
+
+  /** A sort-merge join's side: its exchange under the sort EnsureRequirements put above it. */
+  private def underSort(side: SparkPlan): SparkPlan = side match {
+    case s: SortExec if !s.global => s.child
+    case other => other
+  }
+
+  private def replaceUnderSort(side: SparkPlan, exchange: SparkPlan): SparkPlan = side match {
+    case s: SortExec if !s.global => s.withNewChildren(Seq(exchange))
+    case _ => exchange
+  }
+
+  /** A build side to link: Spark's exchange, or the stage of an Ember exchange linked before. */
+  private case class BuildSide(
+      exchange: Option[ShuffleExchangeExec],
+      linked: Option[DynamicFilterLink],
+      partitioning: Partitioning
+  )
+
+  /** A probe side: Spark's hash exchange, not linked yet, over a Parquet scan. */
+  private def probeSide(side: SparkPlan): Option[ShuffleExchangeExec] = side match {
+    case e: ShuffleExchangeExec
+        if e.shuffleOrigin == ENSURE_REQUIREMENTS && e.outputPartitioning.isInstanceOf[HashPartitioning] &&
+          !e.child
+            .isInstanceOf[EmberDynamicFilterExec] && e.child.exists(_.isInstanceOf[FileSourceScanExec]) =>
+      Some(e)
+    case _ => None
+  }
+
+  /**
+   * A build side: Spark's hash exchange over a plan with no exchange in it (a stage created with the probe
+   * side's or before it) and a filter (so it may be selective); or the stage of an exchange linked before
+   * (when adaptive execution re-plans the probe side after the build side ran).
+   */
+  private def buildSide(side: SparkPlan): Option[BuildSide] = side match {
+    case e: ShuffleExchangeExec
+        if e.shuffleOrigin == ENSURE_REQUIREMENTS && e.outputPartitioning.isInstanceOf[HashPartitioning] &&
+          !e.child.isInstanceOf[EmberDynamicFilterExec] &&
+          !e.child.exists(p => p.isInstanceOf[Exchange] || p.isInstanceOf[QueryStageExec]) &&
+          e.child.exists {
+            case _: FilterExec => true
+            case s: FileSourceScanExec => s.dataFilters.nonEmpty || s.partitionFilters.nonEmpty
+            case _ => false
+          } =>
+      Some(BuildSide(Some(e), None, e.outputPartitioning))
+    case s: ShuffleQueryStageExec =>
+      s.shuffle match {
+        case e: EmberShuffleExchangeExec =>
+          e.dynamicFilter.collect {
+            case DynamicFilterRole.Build(l) if l.buildPlanned =>
+              BuildSide(None, Some(l), e.outputPartitioning)
+          }
+        case _ => None
+      }
+    case _ => None
+  }
+
+  /** Both exchanges hash-partition by the join keys, position by position, into as many partitions. */
+  private def samePartitioning(
+      probe: Partitioning,
+      build: Partitioning,
+      probeKeys: Seq[Expression],
+      buildKeys: Seq[Expression]
+  ): Boolean = {
+    (probe, build) match {
+      case (p: HashPartitioning, b: HashPartitioning) =>
+        p.numPartitions == b.numPartitions && p.expressions.length == b.expressions.length &&
+        p.expressions.zip(b.expressions).forall { case (pe, be) =>
+          probeKeys.indices.exists(k => probeKeys(k).semanticEquals(pe) && buildKeys(k).semanticEquals(be))
+        }
+      case _ => false
+    }
+  }
+
+  /** Key types whose equality is their bytes' (the filter compares encoded keys): not floats, no collations. */
+  private def exactKey(dt: DataType): Boolean = dt match {
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | DateType | TimestampType |
+        TimestampNTZType | BinaryType | _: DecimalType =>
+      true
+    case s: StringType => s.isUTF8BinaryCollation
+    case _ => false
+  }
+
+  private def size(p: SparkPlan): BigInt =
+    p.logicalLink.map(_.stats.sizeInBytes).getOrElse(BigInt(Long.MaxValue))
+
+  /** The writer's proto for its role: summarizing (sized per partition) or filtering (with its cost gate). */
+  def writer(op: proto.Operator, role: DynamicFilterRole, conf: SQLConf): proto.Operator = {
+    val w = op.getShuffleWriter.toBuilder
+    role match {
+      case _: DynamicFilterRole.Build =>
+        val partitions = math.max(1, w.getNumPartitions)
+        w.setSummarizeKeys(true)
+          .setSummaryMaxSetValues(EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).toInt)
+          .setSummaryBloomBytes(math.max(1024L, EmberConf.DYNAMIC_FILTER_BLOOM_BYTES.get(conf) / partitions))
+      case _: DynamicFilterRole.Probe =>
+        w.setDropSampleRows(EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.get(conf))
+          .setDropMinPrunedFraction(EmberConf.DYNAMIC_FILTER_MIN_PRUNED_FRACTION.get(conf))
+    }
+    op.toBuilder.setShuffleWriter(w).build()
+  }
+
+  /**
+   * Points the native Parquet scans under a probe side's writer at the filter: each scan reached through
+   * filters and projections that pass a join key through unchanged (so pruning its rows only removes rows the
+   * writer would drop) prunes with the keys that are its columns.
+   */
+  def pruneScans(
+      child: SparkPlan,
+      exchange: EmberShuffleExchangeExec,
+      pruning: proto.DynamicFilterPruning
+  ): Unit = {
+    val keys = exchange.outputPartitioning match {
+      case h: HashPartitioning => h.expressions
+      case _ => Nil
+    }
+    def down(p: SparkPlan): Unit = p match {
+      case f: EmberFilterExec => down(f.child)
+      case pr: EmberProjectExec =>
+        val passed = keys.collect { case a: AttributeReference => a.exprId }
+        if (
+          passed.forall(id =>
+            pr.projectList.exists { case a: AttributeReference => a.exprId == id; case _ => false }
+          )
+        )
+          down(pr.child)
+      case in @ EmberInputExec(scan: FileSourceScanExec) =>
+        val data = scan.output.take(scan.requiredSchema.length)
+        val columns = keys.zipWithIndex.flatMap {
+          case (a: AttributeReference, i) =>
+            val c = data.indexWhere(_.exprId == a.exprId)
+            if (c >= 0) Some(Int.box(i) -> Int.box(c)) else None
+          case _ => None
+        }
+        if (columns.nonEmpty)
+          in.setTagValue(
+            EmberInputExec.DynamicPruning,
+            proto.ParquetScanDynamicFilter
+              .newBuilder()
+              .putAllColumns(columns.toMap.asJava)
+              .setPruning(pruning)
+              .build()
+          )
+      case _ =>
+    }
+    down(child)
+  }
+}
