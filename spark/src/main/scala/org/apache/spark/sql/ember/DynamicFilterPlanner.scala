@@ -64,6 +64,9 @@ object DynamicFilterPlanner {
         p <- probeSide(underSort(probe))
         b <- buildSide(underSort(build))
         if samePartitioning(p.outputPartitioning, b.partitioning, probeKeys, buildKeys)
+        // The build side must be much smaller than what it filters: summarizing a large side costs more than
+        // the filter can save, and the probe side's stage waits for it.
+        if b.linked.isDefined || size(build) * 4 <= size(probe)
       } yield {
         val theLink = b.linked.getOrElse(DynamicFilterLink.next())
         val newBuild = b.exchange match {
@@ -166,8 +169,10 @@ object DynamicFilterPlanner {
     case _ => false
   }
 
+  /** The optimizer's size estimate of a join side (None: unknown, never linked). */
   private def size(p: SparkPlan): BigInt =
-    p.logicalLink.map(_.stats.sizeInBytes).getOrElse(BigInt(Long.MaxValue))
+    p.collectFirst { case n if n.logicalLink.isDefined => n.logicalLink.get.stats.sizeInBytes }
+      .getOrElse(BigInt(Long.MaxValue))
 
   /** The writer's proto for its role: summarizing (sized per partition) or filtering (with its cost gate). */
   def writer(op: proto.Operator, role: DynamicFilterRole, conf: SQLConf): proto.Operator = {
