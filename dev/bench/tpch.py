@@ -30,7 +30,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUERY_DIR = os.path.join(ROOT, "dev", "bench", "tpch")
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
-ENGINES = ["vanilla", "comet", "ember"]
+ENGINES = ["vanilla", "comet", "ember", "vanilla-bf", "comet-df", "ember-df"]
+# Variants: an engine with its dynamic (runtime) join filters switched on (keys as each engine defines them;
+# vanilla Spark's runtime bloom filter is on by default).
+VARIANT_CONFS = {
+    # Spark's runtime bloom filter is injected only above a 10 GB application side by default.
+    "vanilla-bf": ["spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold=1MB"],
+    "comet-df": ["spark.comet.exec.join.dynamicFilter.enabled=true"],
+    "ember-df": ["spark.ember.dynamicFilter.enabled=true"],
+}
+
+
+def base_engine(e):
+    return e.split("-")[0]
 COMET_VERSION = "1.2.0"
 COMET_JAR = os.path.join(ROOT, "dev", "work", f"comet-spark-spark4.1_2.13-{COMET_VERSION}.jar")
 EMBER_JAR = os.path.join(ROOT, "spark", "target", "ember-spark-0.1.0-SNAPSHOT.jar")
@@ -148,24 +160,61 @@ def canonical(v):
     return f"{type(v).__name__}:{v}"
 
 
+def query_io(spark, before, engine, plan):
+    """A query's input and shuffle figures, from the stages it ran (Spark's status store): input bytes and
+    records, shuffle bytes written; shuffle rows: records written, except Ember's, whose records are blocks —
+    its exchanges' own row counts (`shuffle_rows`) instead."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import _stage_list
+    stages = _stage_list(spark)
+    inp = inrows = sh_bytes = sh_records = 0
+    for i in range(stages.size()):
+        s = stages.apply(i)
+        if s.stageId() in before:
+            continue
+        inp += s.inputBytes()
+        inrows += s.inputRecords()
+        sh_bytes += s.shuffleWriteBytes()
+        sh_records += s.shuffleWriteRecords()
+    if engine == "ember":
+        sh_records = 0
+        for name, node, _ in plan_nodes(plan):
+            if name == "EmberShuffleExchangeExec":
+                m = node.metrics().get("shuffle_rows")
+                if m.isDefined():
+                    sh_records += m.get().value()
+    return {"input_mb": inp / 1e6, "input_rows": inrows, "shuffle_mb": sh_bytes / 1e6, "shuffle_rows": sh_records}
+
+
+def stage_ids(spark):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import stage_ids as ids
+    return ids(spark)
+
+
 def run_session(args):
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName(f"ember-bench-tpch-{args.engine}").getOrCreate()
     jvm = spark.sparkContext._jvm
     settings = {}
-    if args.engine == "comet":
+    if base_engine(args.engine) == "comet":
         # The keys as Comet's own CometConf defines them, with the values this session resolved.
         conf = jvm.org.apache.spark.sql.internal.SQLConf.get()
         for field in ["COMET_ENABLED", "COMET_EXEC_ENABLED", "COMET_SHUFFLE_ENABLED", "COMET_SHUFFLE_MODE",
-                      "COMET_NATIVE_SCAN_ENABLED", "COMET_ONHEAP_ENABLED"]:
+                      "COMET_NATIVE_SCAN_ENABLED", "COMET_ONHEAP_ENABLED", "COMET_EXEC_JOIN_DYNAMIC_FILTER_ENABLED"]:
             entry = getattr(jvm.org.apache.comet.CometConf, field)()
             settings[entry.key()] = str(entry.get(conf))
         settings["spark.shuffle.manager"] = spark.conf.get("spark.shuffle.manager")
-    elif args.engine == "ember":
-        settings["spark.ember.enabled"] = spark.conf.get("spark.ember.enabled", "true")
+    elif base_engine(args.engine) == "ember":
+        for key in ["spark.ember.enabled", "spark.ember.dynamicFilter.enabled"]:
+            settings[key] = spark.conf.get(key, "(default)")
+    else:
+        for key in ["spark.sql.optimizer.runtime.bloomFilter.enabled",
+                    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold"]:
+            settings[key] = spark.conf.get(key)
     print(f"# tpch {args.engine}: {settings}", flush=True)
-    for t in TABLES:
+    for t in args.tables.split(","):
         spark.read.parquet(os.path.join(args.data, f"{t}.parquet")).createOrReplaceTempView(t)
     # A query set's setup.sql (e.g. CACHE TABLE): run once per session, before any timing.
     setup = os.path.join(args.query_dir, "setup.sql")
@@ -184,6 +233,7 @@ def run_session(args):
                 pass
     results = {}
     for n in queries:
+        before = stage_ids(spark)
         df = spark.sql(query_text(n, args.sf, args.query_dir))
         t0 = time.perf_counter()
         error = None
@@ -193,7 +243,8 @@ def run_session(args):
             rows, error = [], str(e).strip().splitlines()[0][:200]
         wall = time.perf_counter() - t0
         canon = sorted("|".join(canonical(v) for v in r) for r in rows)
-        native, total, spark_ops = plan_share(args.engine, df._jdf.queryExecution().executedPlan())
+        native, total, spark_ops = plan_share(base_engine(args.engine), df._jdf.queryExecution().executedPlan())
+        io = query_io(spark, before, base_engine(args.engine), df._jdf.queryExecution().executedPlan())
         results[n] = {
             "wall_s": wall,
             "rows": len(rows),
@@ -202,6 +253,7 @@ def run_session(args):
             "operators": total,
             "spark_operators": spark_ops,
             "error": error,
+            **io,
         }
         print(f"q{n}: {wall:.2f}s rows={len(rows)} native={native}/{total} {error or ''}", flush=True)
         if args.rows_dir:
@@ -230,7 +282,7 @@ def submit_command(engine, args, session_out, rows_dir):
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.extraJavaOptions=-Dlog4j2.level=warn",
     ]
-    if engine == "comet":
+    if base_engine(engine) == "comet":
         cmd += [
             "--jars", COMET_JAR,
             # The shuffle manager is created with the SparkEnv, before --jars reach the class loader.
@@ -241,11 +293,11 @@ def submit_command(engine, args, session_out, rows_dir):
             "--conf", "spark.comet.exec.enabled=true",
             "--conf", "spark.comet.shuffle.enabled=true",
         ]
-    elif engine == "ember":
+    elif base_engine(engine) == "ember":
         cmd += ["--jars", EMBER_JAR, "--conf", "spark.plugins=org.ember.EmberPlugin"]
-    for kv in args.conf:
+    for kv in VARIANT_CONFS.get(engine, []) + args.conf:
         cmd += ["--conf", kv]
-    cmd += [os.path.abspath(__file__), "--engine", engine, "--sf", args.sf, "--data", args.data,
+    cmd += [os.path.abspath(__file__), "--engine", engine, "--sf", args.sf, "--data", args.data, "--tables", args.tables,
             "--queries", args.queries, "--query-dir", args.query_dir,
             "--session-out", session_out, "--rows-dir", rows_dir]
     if args.warmup:
@@ -271,11 +323,11 @@ def drive(args):
     for e in engines:
         if e not in ENGINES:
             sys.exit(f"unknown engine {e}: one of {ENGINES}")
-    if "comet" in engines and not os.path.exists(COMET_JAR):
+    if any(base_engine(e) == "comet" for e in engines) and not os.path.exists(COMET_JAR):
         sys.exit(f"no Comet jar at {COMET_JAR}: run make bench-tpch (it downloads it)")
-    if "ember" in engines and not os.path.exists(EMBER_JAR):
+    if any(base_engine(e) == "ember" for e in engines) and not os.path.exists(EMBER_JAR):
         sys.exit(f"no Ember jar at {EMBER_JAR}: run make jar")
-    for t in TABLES:
+    for t in args.tables.split(","):
         if not os.path.exists(os.path.join(args.data, f"{t}.parquet")):
             sys.exit(f"no {t}.parquet in {args.data}: generate it with tpchgen-cli (make bench-tpch does)")
     work = os.path.join(ROOT, "dev", "work", "tpch-runs")
@@ -332,10 +384,10 @@ def report(args, engines, sessions):
             same = base is None or x["rows_sha256"] == best[base][n]["rows_sha256"]
             if not same or not x["stable"]:
                 failures.append(f"q{n} {e}: rows differ from vanilla's (dev/work/tpch-runs/rows-{e}/q{n}.txt)")
-            share = f"{x['native']}/{x['operators']}" if e != "vanilla" else "-"
+            share = f"{x['native']}/{x['operators']}" if base_engine(e) != "vanilla" else "-"
             row += [f"{x['wall_s']:.2f}", f"{ratio:.2f}x" if ratio else "-",
                     ("yes" if same and x["stable"] else "NO") if e != base else str(x["rows"])]
-            if e != "vanilla":
+            if base_engine(e) != "vanilla":
                 row.append(share)
         if args.sf == "1" and args.query_dir == QUERY_DIR and base and best[base][n]["rows"] != SF1_ROWS[n]:
             failures.append(f"q{n}: vanilla returned {best[base][n]['rows']} rows, the spec's answer has {SF1_ROWS[n]}")
@@ -343,7 +395,7 @@ def report(args, engines, sessions):
     headers = ["query"]
     for e in engines:
         headers += [f"{e} s", f"{e} vs vanilla", f"{e} rows" if e == base else f"{e} rows equal"]
-        if e != "vanilla":
+        if base_engine(e) != "vanilla":
             headers.append(f"{e} native ops")
     print(f"# TPC-H SF{args.sf}: best of {args.runs} run(s){' after a warm-up' if args.warmup else ''}, "
           f"local[{args.cores}], off-heap {args.offheap}\n")
@@ -355,25 +407,37 @@ def report(args, engines, sessions):
         ratios = [best[base][n]["wall_s"] / best[e][n]["wall_s"] for n in ok] if base else []
         nat = sum(best[e][n]["native"] for n in ok)
         tot = sum(best[e][n]["operators"] for n in ok)
+        share = f"{nat}/{tot} ({100 * nat / max(tot, 1):.0f}%)" if base_engine(e) != "vanilla" else "-"
         summary.append([e, f"{geomean(ratios):.2f}x" if ratios else "-",
-                        f"{sum(best[e][n]['wall_s'] for n in ok):.1f}", f"{nat}/{tot} ({100 * nat / max(tot, 1):.0f}%)",
+                        f"{sum(best[e][n]['wall_s'] for n in ok):.1f}", share,
                         f"{len(ok)}/{len(queries)}"])
     if base:
         summary.insert(0, [base, "1.00x", f"{sum(best[base][n]['wall_s'] for n in queries if not best[base][n]['error']):.1f}",
                            "-", f"{sum(1 for n in queries if not best[base][n]['error'])}/{len(queries)}"])
     table(["engine", "geomean speedup vs vanilla", "total s", "native operators", "queries run"], summary)
     for e in engines:
-        if e == "vanilla":
+        if base_engine(e) == "vanilla":
             continue
         left = [[f"q{n}", ", ".join(best[e][n]["spark_operators"]) or "(none)"] for n in queries]
         print(f"Spark operators left in {e}'s plans:\n")
         table(["query", "Spark operators"], left)
     # The plugins must really have run: every query's plan has native operators.
-    for e in ("comet", "ember"):
-        if e in engines:
+    for e in engines:
+        if base_engine(e) != "vanilla":
             empty = [f"q{n}" for n in queries if not best[e][n]["error"] and best[e][n]["native"] == 0]
             if empty:
                 failures.append(f"{e}: no native operator in the plans of {', '.join(empty)} — is the plugin on?")
+    if args.io:
+        io_rows = []
+        for n in queries:
+            for e in engines:
+                x = best[e][n]
+                io_rows.append([f"q{n}", e, f"{x['wall_s']:.2f}", f"{x.get('input_mb', 0):.1f}",
+                                f"{x.get('input_rows', 0):,}", f"{x.get('shuffle_rows', 0):,}",
+                                f"{x.get('shuffle_mb', 0):.1f}"])
+        print("Input and shuffle per query (Spark's stage metrics; shuffle rows: Ember's exchanges' own count, "
+              "its shuffle records being blocks):\n")
+        table(["query", "engine", "s", "input MB", "input rows", "shuffle rows", "shuffle MB"], io_rows)
     result = {
         "sf": args.sf, "runs": args.runs, "warmup": args.warmup, "cores": args.cores, "offheap": args.offheap,
         "time_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -408,6 +472,8 @@ def main():
     p.add_argument("--reuse", default="", help="engines whose sessions of the last run (dev/work/tpch-runs) are "
                    "reused instead of run again, e.g. vanilla,comet")
     p.add_argument("--conf", action="append", default=[], help="k=v passed to every engine's session")
+    p.add_argument("--tables", default=",".join(TABLES), help="tables <name>.parquet under --data to register")
+    p.add_argument("--io", action="store_true", help="also print each query's input and shuffle figures")
     p.add_argument("--out", default=os.path.join(ROOT, "dev", "work", "tpch-results.json"))
     p.add_argument("--session-out")
     p.add_argument("--rows-dir")

@@ -2,13 +2,18 @@ package org.apache.spark.sql.ember
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, IsNotNull, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning}
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{QueryStageExec, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, Exchange, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.exchange.{
+  BroadcastExchangeLike,
+  ENSURE_REQUIREMENTS,
+  Exchange,
+  ShuffleExchangeExec
+}
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -26,11 +31,14 @@ import org.ember.proto
  * partition it routes the row to. Only ever less reading and shuffling: the join still sees every row that can
  * match.
  */
-object DynamicFilterPlanner {
+object DynamicFilterPlanner extends PredicateHelper {
 
   def apply(plan: SparkPlan): SparkPlan = {
     val conf = SQLConf.get
-    if (!EmberConf.ENABLED.get(conf) || !EmberConf.DYNAMIC_FILTER_ENABLED.get(conf)) plan
+    if (
+      !EmberConf.ENABLED.get(conf) || !EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) ||
+      !EmberConf.DYNAMIC_FILTER_ACROSS_STAGES.get(conf)
+    ) plan
     else
       plan.transformUp {
         case j: SortMergeJoinExec =>
@@ -51,7 +59,7 @@ object DynamicFilterPlanner {
   ): Option[SparkPlan] = {
     // (probe is the left side) for each side pruning may be applied to.
     val probeLeft: Seq[Boolean] = joinType match {
-      case Inner => Seq(size(left) >= size(right))
+      case Inner => Seq(scanBytes(left) >= scanBytes(right))
       case LeftSemi | RightOuter => Seq(true)
       case LeftOuter => Seq(false)
       case _ => Nil
@@ -64,9 +72,12 @@ object DynamicFilterPlanner {
         p <- probeSide(underSort(probe))
         b <- buildSide(underSort(build))
         if samePartitioning(p.outputPartitioning, b.partitioning, probeKeys, buildKeys)
-        // The build side must be much smaller than what it filters: summarizing a large side costs more than
-        // the filter can save, and the probe side's stage waits for it.
-        if b.linked.isDefined || size(build) * 4 <= size(probe)
+        // The build side must be small, and much smaller than what it filters: summarizing a large side costs
+        // more than the filter can save, and the probe side's stage waits for it.
+        if b.linked.isDefined || {
+          val buildBytes = scanBytes(build)
+          buildBytes <= maxBuildBytes(SQLConf.get) && buildBytes * 4 <= scanBytes(probe)
+        }
       } yield {
         val theLink = b.linked.getOrElse(DynamicFilterLink.next())
         val newBuild = b.exchange match {
@@ -126,8 +137,8 @@ object DynamicFilterPlanner {
           !e.child.isInstanceOf[EmberDynamicFilterExec] &&
           !e.child.exists(p => p.isInstanceOf[Exchange] || p.isInstanceOf[QueryStageExec]) &&
           e.child.exists {
-            case _: FilterExec => true
-            case s: FileSourceScanExec => s.dataFilters.nonEmpty || s.partitionFilters.nonEmpty
+            case f: FilterExec => selective(Seq(f.condition))
+            case s: FileSourceScanExec => selective(s.dataFilters) || selective(s.partitionFilters)
             case _ => false
           } =>
       Some(BuildSide(Some(e), None, e.outputPartitioning))
@@ -142,6 +153,10 @@ object DynamicFilterPlanner {
       }
     case _ => None
   }
+
+  /** Whether filters may drop rows other than nulls (Spark adds `IS NOT NULL` on every join key). */
+  private def selective(filters: Seq[Expression]): Boolean =
+    filters.flatMap(splitConjunctivePredicates).exists(!_.isInstanceOf[IsNotNull])
 
   /** Both exchanges hash-partition by the join keys, position by position, into as many partitions. */
   private def samePartitioning(
@@ -169,10 +184,22 @@ object DynamicFilterPlanner {
     case _ => false
   }
 
-  /** The optimizer's size estimate of a join side (None: unknown, never linked). */
-  private def size(p: SparkPlan): BigInt =
-    p.collectFirst { case n if n.logicalLink.isDefined => n.logicalLink.get.stats.sizeInBytes }
-      .getOrElse(BigInt(Long.MaxValue))
+  /**
+   * What a join side reads: the files of its scans (not those of broadcasts), a finished stage's output. The
+   * optimizer's size estimates are no guide here: without cost-based statistics a join's is the product of its
+   * sides'.
+   */
+  private def scanBytes(p: SparkPlan): BigInt = p match {
+    case s: FileSourceScanExec => BigInt(s.relation.sizeInBytes)
+    case _: BroadcastExchangeLike => 0
+    case s: ShuffleQueryStageExec if s.isMaterialized => s.getRuntimeStatistics.sizeInBytes
+    case s: QueryStageExec => scanBytes(s.plan)
+    case other => other.children.map(scanBytes).sum
+  }
+
+  private def maxBuildBytes(conf: SQLConf): BigInt = BigInt(
+    EmberConf.DYNAMIC_FILTER_BUILD_SIDE_MAX_BYTES.get(conf)
+  )
 
   /** The writer's proto for its role: summarizing (sized per partition) or filtering (with its cost gate). */
   def writer(op: proto.Operator, role: DynamicFilterRole, conf: SQLConf): proto.Operator = {

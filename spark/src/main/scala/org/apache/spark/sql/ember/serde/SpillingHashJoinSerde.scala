@@ -107,13 +107,17 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
         .setMaxBuildBufferBytes(EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
         .setBucketBits(bits.max(1L).min(16L).toInt)
         .setSpillDisabled(!EmberConf.SPILLING_HASH_JOIN_SPILL.get(conf))
-        .setDynamicFilterEnabled(EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && !nestedLoop)
+        .setDynamicFilterEnabled(
+          EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && EmberConf.DYNAMIC_FILTER_IN_JOIN.get(
+            conf
+          ) && !nestedLoop
+        )
         .setDynamicFilterMaxSetValues(
           EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).max(0L).min(Int.MaxValue).toInt
         )
         .setDynamicFilterBloomBytes(EmberConf.DYNAMIC_FILTER_BLOOM_BYTES.get(conf).max(32L))
         .setDynamicFilterSampleRows(EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.get(conf).max(1L))
-        .setDynamicFilterMinPrunedFraction(EmberConf.DYNAMIC_FILTER_MIN_PRUNED_FRACTION.get(conf))
+        .setDynamicFilterMinPrunedFraction(EmberConf.DYNAMIC_FILTER_IN_JOIN_MIN_PRUNED_FRACTION.get(conf))
       lk.foreach(b.addLeftKeys)
       rk.foreach(b.addRightKeys)
       leftKeys.foreach(_ => b.addNullSafe(false))
