@@ -9,7 +9,7 @@ import org.ember.EmberConf
 /**
  * After Spark inserted its transitions: an [[EmberInputExec]] reads rows itself (through Spark's Arrow
  * writer), so a `RowToColumnarExec` Spark put under it is removed; a `ColumnarToRowExec` over a native block
- * becomes [[EmberColumnarToRowExec]] (rows written natively).
+ * becomes [[EmberColumnarToRowExec]] (rows written natively); one over a broadcast goes.
  */
 object EmberTransitionCleanup extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan = {
@@ -30,6 +30,11 @@ object EmberTransitionCleanup extends Rule[SparkPlan] {
       case in @ EmberInputExec(u: UnionExec)
           if u.supportsColumnar && !u.outputPartitioning.isInstanceOf[UnknownPartitioning] =>
         in.copy(child = u.withNewChildren(u.children.map(toRows)))
+      // A broadcast is read through executeBroadcast, never as rows: Ember's says it is columnar (so that its
+      // native child stays columnar), which made Spark put a ColumnarToRow above it where a plan's root must be
+      // the broadcast itself — the broadcast a dynamic partition pruning subquery reuses (AdaptiveSparkPlanExec
+      // asserts its final plan is a BroadcastQueryStageExec).
+      case ColumnarToRowExec(b) if EmberBroadcastExchangeExec.of(b).isDefined => b
       case ColumnarToRowExec(native: EmberExec) if nativeRows => toRows(native)
     }
   }

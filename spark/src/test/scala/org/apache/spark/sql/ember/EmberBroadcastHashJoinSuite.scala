@@ -97,6 +97,32 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
     }
   }
 
+  test("dynamic partition pruning reuses Ember's broadcast (its subquery's plan is the broadcast itself)") {
+    withTempPath { dir =>
+      spark
+        .range(0, 20000)
+        .selectExpr("id", "id % 10 AS p", "id * 2 AS v")
+        .write
+        .partitionBy("p")
+        .parquet(s"$dir/fact")
+      spark.range(0, 10).selectExpr("id AS p", "CONCAT('n', id) AS name").write.parquet(s"$dir/dim")
+      spark.read.parquet(s"$dir/fact").createOrReplaceTempView("dpp_fact")
+      spark.read.parquet(s"$dir/dim").createOrReplaceTempView("dpp_dim")
+      // Failed before ("assertion failed" in AdaptiveSparkPlanExec.doExecuteBroadcast): Spark put a
+      // ColumnarToRow above the reused EmberBroadcastExchange in the pruning subquery's plan.
+      for (aqe <- Seq("true", "false")) withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe) {
+        val df = checkSparkAnswerAndNative(
+          spark.sql(
+            "SELECT f.p, COUNT(*), SUM(f.v) FROM dpp_fact f JOIN dpp_dim d ON f.p = d.p " +
+              "WHERE d.name IN ('n3', 'n7') GROUP BY f.p"
+          ),
+          Seq(cls[EmberBroadcastHashJoinExec])
+        )
+        assert(df.queryExecution.executedPlan.toString.contains("dynamicpruning"), "pruned by a DPP subquery")
+      }
+    }
+  }
+
   test("an empty build side, an empty streamed side") {
     bothAqeModes {
       // Not statically false, so the optimizer keeps the join.
