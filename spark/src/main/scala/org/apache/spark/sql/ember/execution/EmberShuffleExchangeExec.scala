@@ -1,12 +1,13 @@
 package org.apache.spark.sql.ember.execution
 
 import scala.concurrent.{ExecutionContext, Future}
-import scala.concurrent.duration.Duration
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.{MapOutputStatistics, PartitionIdPassthrough, ShuffleDependency, TaskContext}
 import org.apache.spark.sql.ember.DynamicFilterPlanner
-import org.apache.spark.util.{CollectionAccumulator, ThreadUtils}
+import org.apache.spark.util.{CollectionAccumulator, ThreadUtils, Utils}
+import org.apache.spark.SparkException
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
@@ -118,34 +119,49 @@ case class EmberShuffleExchangeExec(
   }
 
   /**
-   * Under adaptive execution, on the thread that submits the stage (Spark's shuffle-exchange pool, with the
-   * query's thread locals, where Spark itself waits for a stage's subqueries): a probe side first waits for its
-   * build side's summaries; a build side unites its summaries when its map stage completes.
+   * Under adaptive execution a build side unites its map tasks' summaries when its map stage completes; a probe
+   * side's stage is submitted only once they are in (a future, never a blocked thread: AQE cancels a stage by
+   * taking the lock its submission holds). The probe side's RDD is then built on Ember's own pool, with the
+   * query's local properties, conf and session (as on the thread AQE submits stages from), unless the query has
+   * ended meanwhile.
    */
-  @transient override lazy val mapOutputStatisticsFuture: Future[MapOutputStatistics] = {
+  @transient override lazy val mapOutputStatisticsFuture: Future[MapOutputStatistics] =
     dynamicFilter match {
       case Some(DynamicFilterRole.Probe(link)) if link.buildPlanned =>
-        val start = System.nanoTime()
-        probeFilter =
-          ThreadUtils.awaitResult(link.result.future, Duration.Inf).map(DynamicFilterSummaries.parse)
-        metrics("dynamicFilterWait").set((System.nanoTime() - start) / 1000000)
-        val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
-        SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, metrics("dynamicFilterWait") :: Nil)
-      case _ =>
-    }
-    val submitted =
-      if (blockRecords.getNumPartitions == 0) Future.successful(null)
-      else sparkContext.submitMapStage(shuffleDependency)
-    dynamicFilter match {
+        val sc = sparkContext
+        val props = Utils.cloneProperties(sc.getLocalProperties)
+        val (conf, active, start) = (SQLConf.get, session, System.nanoTime())
+        link.result.future.flatMap { union =>
+          val previous = sc.getLocalProperties
+          sc.setLocalProperties(props)
+          try {
+            val executionId = Option(props.getProperty(SQLExecution.EXECUTION_ID_KEY))
+            if (executionId.exists(id => SQLExecution.getQueryExecution(id.toLong) == null))
+              Future.failed(
+                new SparkException(s"Ember: the query ended while $nodeName waited for its filter")
+              )
+            else {
+              probeFilter = union.map(DynamicFilterSummaries.parse)
+              metrics("dynamicFilterWait").set((System.nanoTime() - start) / 1000000)
+              SQLMetrics.postDriverMetricUpdates(sc, executionId.orNull, metrics("dynamicFilterWait") :: Nil)
+              def run() = SQLConf.withExistingConf(conf)(submitMapStage())
+              if (active == null) run() else active.withActive(run())
+            }
+          } finally sc.setLocalProperties(previous)
+        }(EmberShuffleExchangeExec.filterPool)
       case Some(DynamicFilterRole.Build(link)) =>
+        val submitted = submitMapStage()
         val mappers = blockRecords.getNumPartitions
         submitted.onComplete { done =>
           link.result.trySuccess(done.toOption.flatMap(_ => DynamicFilterSummaries.unite(summaries, mappers)))
         }(ExecutionContext.parasitic)
-      case _ =>
+        submitted
+      case _ => submitMapStage()
     }
-    submitted
-  }
+
+  private def submitMapStage(): Future[MapOutputStatistics] =
+    if (blockRecords.getNumPartitions == 0) Future.successful(null)
+    else sparkContext.submitMapStage(shuffleDependency)
 
   override def shuffleId: Int = shuffleDependency.shuffleId
   override def numMappers: Int = shuffleDependency.rdd.getNumPartitions
@@ -176,4 +192,11 @@ case class EmberShuffleExchangeExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): EmberShuffleExchangeExec =
     copy(child = newChild)
+}
+
+object EmberShuffleExchangeExec {
+
+  /** Where a probe side's stage is built and submitted once its dynamic filter is in (never the scheduler's). */
+  private val filterPool: ExecutionContext =
+    ExecutionContext.fromExecutorService(ThreadUtils.newDaemonCachedThreadPool("ember-dynamic-filter", 16))
 }
