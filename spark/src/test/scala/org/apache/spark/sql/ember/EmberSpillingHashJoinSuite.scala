@@ -271,6 +271,7 @@ class EmberSpillingHashJoinSuite extends EmberQueryTest {
   ) {
     val dynamicFilterConf = Seq(
       EmberConf.DYNAMIC_FILTER_ENABLED.key -> "true",
+      EmberConf.DYNAMIC_FILTER_IN_JOIN.key -> "true",
       EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.key -> "100",
       EmberConf.DYNAMIC_FILTER_IN_JOIN_MIN_PRUNED_FRACTION.key -> "0.0",
       EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.key -> "2",
