@@ -2,6 +2,7 @@ package org.apache.spark.sql.ember
 
 import scala.jdk.CollectionConverters._
 
+import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, IsNotNull, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning}
@@ -35,8 +36,11 @@ object DynamicFilterPlanner extends PredicateHelper {
 
   def apply(plan: SparkPlan): SparkPlan = {
     val conf = SQLConf.get
+    // Without off-heap memory Ember converts nothing (EmberExecRule), and unconverted links would only keep
+    // exchanges from being reused.
+    val offHeap = Option(plan.session).forall(_.sparkContext.conf.get(MEMORY_OFFHEAP_ENABLED))
     if (
-      !EmberConf.ENABLED.get(conf) || !EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) ||
+      !offHeap || !EmberConf.ENABLED.get(conf) || !EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) ||
       !EmberConf.DYNAMIC_FILTER_ACROSS_STAGES.get(conf)
     ) plan
     else
