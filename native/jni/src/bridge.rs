@@ -651,8 +651,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_registerJulianRebase<'l>(
     .resolve::<ThrowEmberException>()
 }
 
-/// On the driver: unites a join build side's key summaries (`summaries`: each map task's proto `DynamicFilter`,
-/// each preceded by its length as a big-endian u32) into a proto `DynamicFilterUnion` for the probe side.
+/// On the driver: unites a join build side's key summaries (a proto `DynamicFilterSummaries`: each map task's
+/// `DynamicFilter`) into a proto `DynamicFilterUnion` for the probe side.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_ember_jni_NativeLib_unionDynamicFilters<'l>(
     mut env: EnvUnowned<'l>,
@@ -661,21 +661,10 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_unionDynamicFilters<'l>(
 ) -> JByteArray<'l> {
     env.with_env(|env| -> BridgeResult<JByteArray<'l>> {
         let bytes = env.convert_byte_array(&summaries)?;
-        let mut parts = vec![];
-        let mut rest = bytes.as_slice();
-        while !rest.is_empty() {
-            let (len, tail) = rest
-                .split_first_chunk::<4>()
-                .ok_or_else(|| BridgeError::Invalid("truncated dynamic filter summaries".into()))?;
-            let len = u32::from_be_bytes(*len) as usize;
-            if tail.len() < len {
-                return Err(BridgeError::Invalid("truncated dynamic filter summary".into()));
-            }
-            parts.push(tail[..len].to_vec());
-            rest = &tail[len..];
-        }
-        let out = ember_engine::planner::dynamic_filter::union_dynamic_filters(&parts)?;
-        Ok(env.byte_array_from_slice(&out)?)
+        let summaries = ember_engine::proto::DynamicFilterSummaries::decode(bytes.as_slice())
+            .map_err(|e| BridgeError::Invalid(format!("undecodable dynamic filter summaries: {e}")))?;
+        let out = ember_engine::planner::dynamic_filter::union_dynamic_filters(&summaries)?;
+        Ok(env.byte_array_from_slice(&out.encode_to_vec())?)
     })
     .resolve::<ThrowEmberException>()
 }

@@ -6,10 +6,11 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::Schema;
 use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
-use datafusion_common::{internal_err, DataFusionError, Result, ScalarValue};
+use datafusion_common::{internal_err, Result, ScalarValue};
 use ember_proto as pb;
 
 use crate::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig, DynamicFilterParts, KeySummaryParts};
+use crate::operators::parquet_scan::{FilterOp, ScanFilter};
 
 pub fn encode_dynamic_filter(filter: &DynamicFilter) -> Result<pb::DynamicFilter> {
     let parts = filter.to_parts()?;
@@ -30,13 +31,7 @@ pub fn encode_dynamic_filter(filter: &DynamicFilter) -> Result<pb::DynamicFilter
             ScalarValue::iter_to_array(values)
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let mut bounds = vec![];
-    {
-        let mut w = StreamWriter::try_new(&mut bounds, &schema)?;
-        w.write(&batch)?;
-        w.finish()?;
-    }
+    let bounds = ipc(&RecordBatch::try_new(schema, columns)?)?;
     Ok(pb::DynamicFilter {
         bounds,
         max_set_values: parts.config.max_set_values as u32,
@@ -101,15 +96,13 @@ pub fn decode_dynamic_filter(proto: &pb::DynamicFilter) -> Result<DynamicFilter>
 /// checks the keys themselves).
 pub const PRUNING_VALUES: usize = 16;
 
-/// The driver's union of a build side's summaries (proto `DynamicFilter` bytes, one per map task; all over the
-/// same keys, sizes and partitioning) → proto `DynamicFilterUnion` bytes: the partition-wise filter for the
-/// probe side's writer and the pruning for its scan.
-pub fn union_dynamic_filters(parts: &[Vec<u8>]) -> Result<Vec<u8>> {
+/// The driver's union of a build side's summaries (one per map task, all over the same keys, sizes and
+/// partitioning) → proto `DynamicFilterUnion`: the partition-wise filter for the probe side's writer and the
+/// pruning for its scan.
+pub fn union_dynamic_filters(summaries: &pb::DynamicFilterSummaries) -> Result<pb::DynamicFilterUnion> {
     let mut union: Option<DynamicFilter> = None;
-    for bytes in parts {
-        let proto = <pb::DynamicFilter as prost::Message>::decode(bytes.as_slice())
-            .map_err(|e| DataFusionError::Execution(format!("dynamic filter summary: {e}")))?;
-        let f = decode_dynamic_filter(&proto)?;
+    for proto in &summaries.summaries {
+        let f = decode_dynamic_filter(proto)?;
         match &mut union {
             None => union = Some(f),
             Some(u) => u.union(&f)?,
@@ -133,11 +126,10 @@ pub fn union_dynamic_filters(parts: &[Vec<u8>]) -> Result<Vec<u8>> {
         (1, Some(v)) => ipc(&RecordBatch::try_new(schema, v)?)?,
         _ => vec![],
     };
-    let out = pb::DynamicFilterUnion {
+    Ok(pb::DynamicFilterUnion {
         filter: Some(encode_dynamic_filter(&union)?),
         pruning: Some(pb::DynamicFilterPruning { empty: parts.partitions[0].rows == 0, bounds, values }),
-    };
-    Ok(prost::Message::encode_to_vec(&out))
+    })
 }
 
 fn ipc(batch: &RecordBatch) -> Result<Vec<u8>> {
@@ -159,14 +151,15 @@ fn read_ipc(bytes: &[u8]) -> Result<Option<RecordBatch>> {
 
 /// A scan's share of a dynamic filter → conjuncts its reader prunes with: per key column that is a scan column,
 /// `>= min` and `<= max`, an IN list of the few keys, and, when nothing can match, `IS NULL AND IS NOT NULL`.
-pub fn scan_filters(f: &pb::ParquetScanDynamicFilter) -> Result<Vec<(usize, ScanFilterKind, Vec<ScalarValue>)>> {
+pub fn scan_filters(f: &pb::ParquetScanDynamicFilter) -> Result<Vec<ScanFilter>> {
     let Some(pruning) = &f.pruning else { return Ok(vec![]) };
     let mut out = vec![];
     let column_of = |key: usize| f.columns.get(&(key as u32)).map(|c| *c as usize);
+    let filter = |column, op, values| ScanFilter { column, op, values };
     if pruning.empty {
         if let Some(c) = column_of(0) {
-            out.push((c, ScanFilterKind::IsNull, vec![]));
-            out.push((c, ScanFilterKind::IsNotNull, vec![]));
+            out.push(filter(c, FilterOp::IsNull, vec![]));
+            out.push(filter(c, FilterOp::IsNotNull, vec![]));
         }
         return Ok(out);
     }
@@ -178,25 +171,15 @@ pub fn scan_filters(f: &pb::ParquetScanDynamicFilter) -> Result<Vec<(usize, Scan
             let Some(c) = column_of(key) else { continue };
             let (lo, hi) = (ScalarValue::try_from_array(col, 0)?, ScalarValue::try_from_array(col, 1)?);
             if !lo.is_null() && !hi.is_null() {
-                out.push((c, ScanFilterKind::Ge, vec![lo]));
-                out.push((c, ScanFilterKind::Le, vec![hi]));
+                out.push(filter(c, FilterOp::Ge, vec![lo]));
+                out.push(filter(c, FilterOp::Le, vec![hi]));
             }
         }
     }
     if let (Some(values), Some(c)) = (read_ipc(&pruning.values)?, column_of(0)) {
         let col = values.column(0);
         let list = (0..col.len()).map(|i| ScalarValue::try_from_array(col, i)).collect::<Result<Vec<_>>>()?;
-        out.push((c, ScanFilterKind::In, list));
+        out.push(filter(c, FilterOp::In, list));
     }
     Ok(out)
-}
-
-/// The comparisons [`scan_filters`] makes (the scan planner maps them onto its reader's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanFilterKind {
-    Ge,
-    Le,
-    In,
-    IsNull,
-    IsNotNull,
 }

@@ -7,7 +7,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion_common::Result;
 use ember_proto as pb;
 
-use super::dynamic_filter::{scan_filters, ScanFilterKind};
+use super::dynamic_filter::scan_filters;
 use super::types::to_scalar;
 use crate::error::plan_error;
 use crate::operators::parquet_scan::{
@@ -57,7 +57,7 @@ where
         last_switch_julian_day: task.last_switch_julian_day,
         last_switch_julian_ts: task.last_switch_julian_ts,
     };
-    let filters = task
+    let mut filters = task
         .filters
         .iter()
         .map(|f| {
@@ -82,20 +82,12 @@ where
             Ok(ScanFilter { column: f.column as usize, op, values })
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut filters = filters;
     for d in &task.dynamic_filters {
-        for (column, kind, values) in scan_filters(d)? {
-            if column >= task.columns.len() {
-                return Err(plan_error(format!("dynamic filter on column {column} of {}", task.columns.len())));
+        for f in scan_filters(d)? {
+            if f.column >= task.columns.len() {
+                return Err(plan_error(format!("dynamic filter on column {} of {}", f.column, task.columns.len())));
             }
-            let op = match kind {
-                ScanFilterKind::Ge => FilterOp::Ge,
-                ScanFilterKind::Le => FilterOp::Le,
-                ScanFilterKind::In => FilterOp::In,
-                ScanFilterKind::IsNull => FilterOp::IsNull,
-                ScanFilterKind::IsNotNull => FilterOp::IsNotNull,
-            };
-            filters.push(ScanFilter { column, op, values });
+            filters.push(f);
         }
     }
     let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)

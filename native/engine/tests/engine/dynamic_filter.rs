@@ -424,16 +424,17 @@ async fn empty_build_side_prunes_every_probe_row() {
 /// no build row → `IS NULL AND IS NOT NULL` on the key column.
 #[test]
 fn driver_union_and_scan_pruning() {
-    use ember_engine::planner::dynamic_filter::{scan_filters, union_dynamic_filters, ScanFilterKind};
+    use ember_engine::operators::parquet_scan::FilterOp;
+    use ember_engine::planner::dynamic_filter::{scan_filters, union_dynamic_filters};
     let config = DynamicFilterConfig { max_set_values: 100, bloom_bytes: 1024 };
     let summary = |keys: Vec<Option<i32>>, routes: Vec<u32>| {
         let mut f = DynamicFilter::try_new(vec![DataType::Int32], 2, config).unwrap();
         f.update_routed(&routes, &[Arc::new(Int32Array::from(keys)) as ArrayRef]).unwrap();
-        encode_dynamic_filter(&f).unwrap().encode_to_vec()
+        encode_dynamic_filter(&f).unwrap()
     };
     let a = summary(vec![Some(5), None, Some(9)], vec![0, 1, 1]);
     let b = summary(vec![Some(-3), Some(9)], vec![1, 1]);
-    let union = pb::DynamicFilterUnion::decode(union_dynamic_filters(&[a, b]).unwrap().as_slice()).unwrap();
+    let union = union_dynamic_filters(&pb::DynamicFilterSummaries { summaries: vec![a, b] }).unwrap();
     let f = decode_dynamic_filter(union.filter.as_ref().unwrap()).unwrap();
     let probe: ArrayRef = Arc::new(Int32Array::from(vec![Some(5), Some(9), Some(-3), Some(7), None]));
     let in0 = f.might_contain_in(0, std::slice::from_ref(&probe)).unwrap();
@@ -443,18 +444,18 @@ fn driver_union_and_scan_pruning() {
     let scan =
         pb::ParquetScanDynamicFilter { columns: [(0u32, 3u32)].into_iter().collect(), pruning: union.pruning.clone() };
     let filters = scan_filters(&scan).unwrap();
-    let kinds: Vec<_> = filters.iter().map(|(c, k, v)| (*c, *k, v.len())).collect();
-    assert_eq!(kinds, vec![(3, ScanFilterKind::Ge, 1), (3, ScanFilterKind::Le, 1), (3, ScanFilterKind::In, 3)]);
-    assert_eq!(filters[0].2[0], datafusion_common::ScalarValue::Int32(Some(-3)));
-    assert_eq!(filters[1].2[0], datafusion_common::ScalarValue::Int32(Some(9)));
+    let kinds: Vec<_> = filters.iter().map(|f| (f.column, f.op, f.values.len())).collect();
+    assert_eq!(kinds, vec![(3, FilterOp::Ge, 1), (3, FilterOp::Le, 1), (3, FilterOp::In, 3)]);
+    assert_eq!(filters[0].values[0], datafusion_common::ScalarValue::Int32(Some(-3)));
+    assert_eq!(filters[1].values[0], datafusion_common::ScalarValue::Int32(Some(9)));
     // A key that is not a scan column prunes nothing there.
     let elsewhere = pb::ParquetScanDynamicFilter { columns: Default::default(), pruning: union.pruning };
     assert!(scan_filters(&elsewhere).unwrap().is_empty());
     // Only null keys: nothing can match.
     let empty = summary(vec![None], vec![0]);
-    let union = pb::DynamicFilterUnion::decode(union_dynamic_filters(&[empty]).unwrap().as_slice()).unwrap();
+    let union = union_dynamic_filters(&pb::DynamicFilterSummaries { summaries: vec![empty] }).unwrap();
     assert!(union.pruning.as_ref().unwrap().empty);
     let scan = pb::ParquetScanDynamicFilter { columns: [(0u32, 0u32)].into_iter().collect(), pruning: union.pruning };
-    let kinds: Vec<_> = scan_filters(&scan).unwrap().iter().map(|(c, k, _)| (*c, *k)).collect();
-    assert_eq!(kinds, vec![(0, ScanFilterKind::IsNull), (0, ScanFilterKind::IsNotNull)]);
+    let kinds: Vec<_> = scan_filters(&scan).unwrap().iter().map(|f| (f.column, f.op)).collect();
+    assert_eq!(kinds, vec![(0, FilterOp::IsNull), (0, FilterOp::IsNotNull)]);
 }

@@ -124,8 +124,8 @@ public final class NativeLib {
   public static native void closePlan(long handle);
 
   /**
-   * On the driver: unites a join build side's key summaries ({@code summaries}: each map task's proto
-   * DynamicFilter preceded by its length as a big-endian int) into a proto DynamicFilterUnion.
+   * On the driver: unites a join build side's key summaries ({@code summaries}: a proto DynamicFilterSummaries,
+   * one DynamicFilter per map task) into a proto DynamicFilterUnion.
    */
   public static native byte[] unionDynamicFilters(byte[] summaries);
 

@@ -61,15 +61,15 @@ object DynamicFilterPlanner extends PredicateHelper {
       left: SparkPlan,
       right: SparkPlan
   ): Option[SparkPlan] = {
-    // (probe is the left side) for each side pruning may be applied to.
-    val probeLeft: Seq[Boolean] = joinType match {
-      case Inner => Seq(scanBytes(left) >= scanBytes(right))
-      case LeftSemi | RightOuter => Seq(true)
-      case LeftOuter => Seq(false)
-      case _ => Nil
+    // Whether the probe side (the one pruned) is the left one; None: pruning would change the answer.
+    val probeLeft: Option[Boolean] = joinType match {
+      case _ if !leftKeys.forall(k => exactKey(k.dataType)) => None
+      case Inner => Some(scanBytes(left) >= scanBytes(right))
+      case LeftSemi | RightOuter => Some(true)
+      case LeftOuter => Some(false)
+      case _ => None
     }
-    if (!leftKeys.forall(k => exactKey(k.dataType))) return None
-    probeLeft.headOption.flatMap { pl =>
+    probeLeft.flatMap { pl =>
       val (probe, build) = if (pl) (left, right) else (right, left)
       val (probeKeys, buildKeys) = if (pl) (leftKeys, rightKeys) else (rightKeys, leftKeys)
       for {
@@ -209,13 +209,16 @@ object DynamicFilterPlanner extends PredicateHelper {
   def writer(op: proto.Operator, role: DynamicFilterRole, conf: SQLConf): proto.Operator = {
     val w = op.getShuffleWriter.toBuilder
     role match {
+      // Clamped as the in-join filter's settings are (SpillingHashJoinSerde).
       case _: DynamicFilterRole.Build =>
         val partitions = math.max(1, w.getNumPartitions)
         w.setSummarizeKeys(true)
-          .setSummaryMaxSetValues(EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).toInt)
+          .setSummaryMaxSetValues(
+            EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).max(0L).min(Int.MaxValue).toInt
+          )
           .setSummaryBloomBytes(math.max(1024L, EmberConf.DYNAMIC_FILTER_BLOOM_BYTES.get(conf) / partitions))
       case _: DynamicFilterRole.Probe =>
-        w.setDropSampleRows(EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.get(conf))
+        w.setDropSampleRows(EmberConf.DYNAMIC_FILTER_SAMPLE_ROWS.get(conf).max(1L))
           .setDropMinPrunedFraction(EmberConf.DYNAMIC_FILTER_MIN_PRUNED_FRACTION.get(conf))
     }
     op.toBuilder.setShuffleWriter(w).build()

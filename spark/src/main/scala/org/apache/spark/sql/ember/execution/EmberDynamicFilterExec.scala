@@ -1,7 +1,5 @@
 package org.apache.spark.sql.ember.execution
 
-import java.io.ByteArrayOutputStream
-import java.io.DataOutputStream
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.concurrent.Promise
@@ -31,8 +29,8 @@ case class DynamicFilterLink(id: Long) {
   /** Set when an Ember exchange will summarize the build side: only then does the probe side wait. */
   @transient @volatile var buildPlanned: Boolean = false
 
-  /** The build side's summaries united (proto `DynamicFilterUnion`), or None: filter nothing. */
-  @transient lazy val result: Promise[Option[Array[Byte]]] = Promise()
+  /** The build side's summaries united, or None: filter nothing. */
+  @transient lazy val result: Promise[Option[proto.DynamicFilterUnion]] = Promise()
 
   override def toString: String = s"#$id"
 }
@@ -75,22 +73,20 @@ case class EmberDynamicFilterExec(role: DynamicFilterRole, child: SparkPlan) ext
 private[execution] object DynamicFilterSummaries extends Logging {
 
   /**
-   * The union of `summaries` ((map index, proto DynamicFilter bytes; empty: that task has none)) as a proto
-   * `DynamicFilterUnion`, or None unless every one of `mappers` map tasks reported a summary.
+   * The union of `summaries` ((map index, proto DynamicFilter bytes; empty: that task has none)), or None unless
+   * every one of `mappers` map tasks reported a summary.
    */
-  def unite(summaries: CollectionAccumulator[(Int, Array[Byte])], mappers: Int): Option[Array[Byte]] = {
+  def unite(
+      summaries: CollectionAccumulator[(Int, Array[Byte])],
+      mappers: Int
+  ): Option[proto.DynamicFilterUnion] = {
     val byMap = summaries.value.asScala.groupBy(_._1).map { case (m, s) => m -> s.head._2 }
     if (mappers == 0 || byMap.size != mappers || byMap.values.exists(_.isEmpty)) None
     else
       try {
-        val out = new ByteArrayOutputStream()
-        val data = new DataOutputStream(out)
-        byMap.values.foreach { bytes =>
-          data.writeInt(bytes.length)
-          data.write(bytes)
-        }
-        data.flush()
-        Some(NativeLib.unionDynamicFilters(out.toByteArray))
+        val all = proto.DynamicFilterSummaries.newBuilder()
+        byMap.values.foreach(bytes => all.addSummaries(proto.DynamicFilter.parseFrom(bytes)))
+        Some(proto.DynamicFilterUnion.parseFrom(NativeLib.unionDynamicFilters(all.build().toByteArray)))
       } catch {
         case NonFatal(e) =>
           logWarning(
@@ -100,7 +96,4 @@ private[execution] object DynamicFilterSummaries extends Logging {
           None
       }
   }
-
-  /** The union's partition-wise filter and the pruning for a scan (null when absent). */
-  def parse(union: Array[Byte]): proto.DynamicFilterUnion = proto.DynamicFilterUnion.parseFrom(union)
 }

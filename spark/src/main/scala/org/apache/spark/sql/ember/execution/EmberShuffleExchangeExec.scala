@@ -141,7 +141,7 @@ case class EmberShuffleExchangeExec(
                 new SparkException(s"Ember: the query ended while $nodeName waited for its filter")
               )
             else {
-              probeFilter = union.map(DynamicFilterSummaries.parse)
+              probeFilter = union
               metrics("dynamicFilterWait").set((System.nanoTime() - start) / 1000000)
               SQLMetrics.postDriverMetricUpdates(sc, executionId.orNull, metrics("dynamicFilterWait") :: Nil)
               def run() = SQLConf.withExistingConf(conf)(submitMapStage())

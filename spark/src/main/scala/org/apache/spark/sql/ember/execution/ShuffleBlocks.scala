@@ -24,7 +24,7 @@ object ShuffleBlocks {
         batch.column(1).asInstanceOf[ArrowColumnVector].getValueVector.asInstanceOf[VarBinaryVector]
       // Consumed before the next batch is pulled (which releases this one). Partition -1: the writer's key
       // summary (a dynamic filter's build side), which goes to the driver instead of the shuffle.
-      Iterator.tabulate(batch.numRows())(i => i).flatMap { i =>
+      Iterator.range(0, batch.numRows()).flatMap { i =>
         partitions.getInt(i) match {
           case -1 =>
             onSummary match {

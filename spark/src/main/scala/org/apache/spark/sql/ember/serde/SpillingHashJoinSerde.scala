@@ -98,6 +98,8 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
       }
     } yield {
       val bits = EmberConf.SPILLING_HASH_JOIN_BUCKET_BITS.get(conf)
+      val inJoinFilter =
+        EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && EmberConf.DYNAMIC_FILTER_IN_JOIN.get(conf)
       val b = proto.SpillingHashJoin
         .newBuilder()
         .setJoinType(t)
@@ -107,11 +109,7 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
         .setMaxBuildBufferBytes(EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
         .setBucketBits(bits.max(1L).min(16L).toInt)
         .setSpillDisabled(!EmberConf.SPILLING_HASH_JOIN_SPILL.get(conf))
-        .setDynamicFilterEnabled(
-          EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && EmberConf.DYNAMIC_FILTER_IN_JOIN.get(
-            conf
-          ) && !nestedLoop
-        )
+        .setDynamicFilterEnabled(inJoinFilter && !nestedLoop)
         .setDynamicFilterMaxSetValues(
           EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).max(0L).min(Int.MaxValue).toInt
         )
