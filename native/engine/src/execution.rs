@@ -25,6 +25,7 @@ use crate::error::plan_error;
 use crate::memory::{BrokerMemoryPool, MemoryBroker, DEFAULT_HEADROOM_BYTES};
 use crate::operators::input::BatchReader;
 use crate::operators::spilling_hash_join::SharedBuilds;
+use crate::planner::spilling_hash_join::ScanSlot;
 use crate::planner::{types, Planner};
 
 /// Metrics of one Spark operator (by proto operator id), summed over the DataFusion nodes that implement it.
@@ -78,16 +79,18 @@ impl NativePlan {
         inputs: Vec<BatchReader>,
         broker: Arc<dyn MemoryBroker>,
     ) -> Result<Self> {
-        Self::for_task_sharing(plan, task, inputs, HashMap::new(), broker)
+        Self::for_task_sharing(plan, task, inputs, HashMap::new(), HashMap::new(), broker)
     }
 
     /// [`Self::for_task`] where the broadcast inputs in `shared` (by input index) come with their executor's
-    /// [`SharedBuilds`]: a hash join building on one probes the executor's table instead of building its own.
+    /// [`SharedBuilds`]: a hash join building on one probes the executor's table instead of building its own; and
+    /// the Parquet scan inputs in `scans` take the dynamic filters of the joins above them.
     pub fn for_task_sharing(
         plan: &pb::Plan,
         task: &pb::TaskSettings,
         inputs: Vec<BatchReader>,
         shared: HashMap<usize, Arc<SharedBuilds>>,
+        scans: HashMap<usize, ScanSlot>,
         broker: Arc<dyn MemoryBroker>,
     ) -> Result<Self> {
         let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
@@ -96,7 +99,7 @@ impl NativePlan {
             plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?,
         )?);
 
-        let mut planner = Planner::new(inputs).with_shared_builds(shared);
+        let mut planner = Planner::new(inputs).with_shared_builds(shared).with_scan_slots(scans);
         let context = crate::planner::expr::PlanContext {
             jdk_feature: config.jdk_feature,
             partition_index: task.partition_index,

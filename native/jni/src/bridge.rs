@@ -14,6 +14,7 @@ use ember_engine::operators::input::BatchReader;
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::spilling_hash_join::SharedBuilds;
 use ember_engine::operators::{CachedBatchReader, ShuffleBlockReader};
+use ember_engine::planner::spilling_hash_join::ScanSlot;
 use ember_engine::proto::InputKind;
 use ember_engine::unsafe_row::UnsafeRowReader;
 use jni::errors::{Error as JniError, ErrorPolicy};
@@ -229,6 +230,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         let batch_size = ember_engine::defaults::batch_size(proto.config.as_ref().map_or(0, |c| c.batch_size));
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);
         let mut shared = HashMap::new();
+        let mut scans = HashMap::new();
         for (i, addr) in addrs.into_iter().enumerate() {
             let kind = kinds
                 .iter()
@@ -282,6 +284,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                         .map_err(|e| BridgeError::Invalid(format!("undecodable Parquet scan task: {e}")))?;
                     let metrics = env.new_global_ref(&source)?;
                     let source = env.new_global_ref(&source)?;
+                    let slot = ScanSlot { filters: Arc::default(), data_columns: task.columns.len() };
+                    let filters = slot.filters.clone();
+                    scans.insert(i, slot);
                     let reader = ember_engine::planner::parquet_scan::parquet_scan_reader(
                         task,
                         schema,
@@ -300,7 +305,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                                 env.call_method(&metrics, jni_str!("pruned"), jni_sig!("(JJJJJ)V"), &args).map(|_| ())
                             })
                         }),
-                    )?;
+                    )?
+                    .with_dynamic_filters(filters);
                     inputs.push(Box::new(reader));
                 }
                 InputKind::ShuffleBlocks | InputKind::BroadcastBlocks => {
@@ -340,7 +346,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             ember_engine::expressions::jvm::register_jvm_evaluator(Box::new(evaluator));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, broker)?;
+        let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, scans, broker)?;
         log::debug!(
             "native plan for task {} (stage {}, partition {})",
             task.task_attempt_id,

@@ -39,6 +39,8 @@ use datafusion_expr::Accumulator;
 use datafusion_functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use parquet::bloom_filter::Sbbf;
 
+use super::parquet_scan::{FilterOp, ScanFilter};
+
 /// Sizes of a filter's summaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DynamicFilterConfig {
@@ -521,6 +523,61 @@ impl DynamicFilter {
     /// The key fields (names `k0`, `k1`, …) of the proto form's bounds.
     pub fn key_fields(&self) -> Vec<Field> {
         self.key_types.iter().enumerate().map(|(i, t)| Field::new(format!("k{i}"), t.clone(), true)).collect()
+    }
+}
+
+/// Distinct keys up to which a scan also gets them as an IN list (beyond, its bounds only: a long IN list costs
+/// more per row than it saves).
+pub const SCAN_PRUNING_VALUES: usize = 16;
+
+/// What a scan can prune with from a one-partition filter: whether it is empty (no build row, nothing can match),
+/// the bounds of each key column, and the keys of a one-column filter when there are at most
+/// [`SCAN_PRUNING_VALUES`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyPruning {
+    pub empty: bool,
+    pub bounds: Vec<Option<(ScalarValue, ScalarValue)>>,
+    pub values: Option<Vec<ScalarValue>>,
+}
+
+impl KeyPruning {
+    /// Of a one-partition filter (a join's own, or a driver's union made [`DynamicFilter::global`]).
+    pub fn of(filter: &DynamicFilter) -> Result<Self> {
+        let [summary] = filter.partitions.as_slice() else {
+            return internal_err!("dynamic filter: scan pruning of {} partitions", filter.partitions.len());
+        };
+        let values = match (filter.key_types().len(), filter.exact_values(SCAN_PRUNING_VALUES)?) {
+            // (No key at all is `empty`.)
+            (1, Some(v)) if !v[0].is_empty() => {
+                Some((0..v[0].len()).map(|i| ScalarValue::try_from_array(&v[0], i)).collect::<Result<_>>()?)
+            }
+            _ => None,
+        };
+        Ok(Self { empty: summary.rows == 0, bounds: summary.bounds.clone(), values })
+    }
+
+    /// Conjuncts a scan's reader prunes with, for the key columns `column_of` maps to scan columns: `>= min` and
+    /// `<= max`, the IN list, and when nothing can match `IS NULL AND IS NOT NULL` (every row group skipped).
+    pub fn scan_filters(&self, column_of: impl Fn(usize) -> Option<usize>) -> Vec<ScanFilter> {
+        let filter = |column, op, values| ScanFilter { column, op, values };
+        if self.empty {
+            // Any one mapped key column proves it: its rows are all null or not null.
+            return (0..self.bounds.len().max(1))
+                .find_map(&column_of)
+                .map(|c| vec![filter(c, FilterOp::IsNull, vec![]), filter(c, FilterOp::IsNotNull, vec![])])
+                .unwrap_or_default();
+        }
+        let mut out = vec![];
+        for (key, b) in self.bounds.iter().enumerate() {
+            if let (Some((lo, hi)), Some(c)) = (b, column_of(key)) {
+                out.push(filter(c, FilterOp::Ge, vec![lo.clone()]));
+                out.push(filter(c, FilterOp::Le, vec![hi.clone()]));
+            }
+        }
+        if let (Some(values), Some(c)) = (&self.values, column_of(0)) {
+            out.push(filter(c, FilterOp::In, values.clone()));
+        }
+        out
     }
 }
 

@@ -37,6 +37,11 @@ impl InputExec {
         ));
         Self { index, schema, reader: Mutex::new(Some(reader)), properties, metrics: ExecutionPlanMetricsSet::new() }
     }
+
+    /// Which of the plan's inputs it reads.
+    pub fn index(&self) -> usize {
+        self.index
+    }
 }
 
 impl fmt::Debug for InputExec {

@@ -114,6 +114,45 @@ pub struct ScanFilter {
     pub values: Vec<ScalarValue>,
 }
 
+/// Conjuncts that arrive while the scan runs: a hash join in the same task publishes what its build side proved
+/// about the keys (`SpillingHashJoinExec::with_probe_scans`), and the reader prunes with them from its next row
+/// group on. Rows read before then are not filtered again; the join above drops them anyway.
+#[derive(Debug, Default)]
+pub struct DynamicScanFilters {
+    version: AtomicU64,
+    filters: std::sync::Mutex<Vec<ScanFilter>>,
+    /// Whether a join will publish here (the reader then loads page indexes).
+    subscribed: std::sync::atomic::AtomicBool,
+}
+
+impl DynamicScanFilters {
+    /// Marks that a join will publish conjuncts here.
+    pub fn subscribe(&self) {
+        self.subscribed.store(true, Ordering::Release);
+    }
+
+    fn subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Acquire)
+    }
+
+    /// Adds conjuncts (every publisher's hold together).
+    pub fn publish(&self, filters: Vec<ScanFilter>) {
+        if filters.is_empty() {
+            return;
+        }
+        self.filters.lock().unwrap_or_else(|e| e.into_inner()).extend(filters);
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    fn filters(&self) -> Vec<ScanFilter> {
+        self.filters.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// What the filters saved, reported as the reader goes: row groups skipped by their statistics, pages skipped
 /// by the page index, and rows of the row groups read that the reader did not return (in skipped pages, or
 /// ruled out by the row filter).
@@ -469,6 +508,10 @@ pub struct ParquetScanReader<F> {
     batch_size: usize,
     splits: VecDeque<ParquetSplit>,
     filters: Vec<ScanFilter>,
+    /// How many of `filters` are the task's own (the rest came from `dynamic`).
+    own_filters: usize,
+    /// Conjuncts published while the scan runs, and the version of them taken into `filters`.
+    dynamic: Option<(Arc<DynamicScanFilters>, u64)>,
     on_pruned: Option<PrunedCallback>,
     /// Whether conjuncts filter rows inside the reader (else they only skip row groups and pages).
     filter_rows: bool,
@@ -525,6 +568,8 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             batch_size: batch_size.max(1),
             splits: splits.into(),
             filters: Vec::new(),
+            own_filters: 0,
+            dynamic: None,
             on_pruned: None,
             filter_rows: true,
             row_filter_pause: 0,
@@ -546,9 +591,34 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
     /// Skips row groups and pages by `filters`' statistics and filters rows by them; `on_pruned` hears what
     /// was skipped.
     pub fn with_filters(mut self, filters: Vec<ScanFilter>, on_pruned: PrunedCallback) -> Self {
+        self.own_filters = filters.len();
         self.filters = filters;
         self.on_pruned = Some(on_pruned);
         self
+    }
+
+    /// Also prunes with the conjuncts published to `dynamic` as they arrive (see [`DynamicScanFilters`]).
+    pub fn with_dynamic_filters(mut self, dynamic: Arc<DynamicScanFilters>) -> Self {
+        self.dynamic = Some((dynamic, 0));
+        self
+    }
+
+    /// Takes newly published conjuncts into `filters` and prunes the remaining row groups of `open` with them.
+    fn refresh_dynamic(&mut self, open: Option<&mut OpenSplit>) -> Result<(), ArrowError> {
+        let Some((dynamic, seen)) = &mut self.dynamic else { return Ok(()) };
+        let version = dynamic.version();
+        if version == *seen {
+            return Ok(());
+        }
+        *seen = version;
+        let published = dynamic.filters();
+        self.filters.truncate(self.own_filters);
+        self.filters.extend(published);
+        if let Some(open) = open {
+            let remaining: Vec<usize> = open.row_groups.drain(..).collect();
+            open.row_groups = self.prune(&open.meta, &open.wanted, remaining, &open.path)?.into();
+        }
+        Ok(())
     }
 
     /// Whether the filters also filter rows inside the reader (default true); statistics are used either way.
@@ -585,7 +655,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             // Spark writes no Arrow schema into its files; one written by another tool is ignored too, so a
             // column reads as its Parquet type says (strings as Utf8, not whichever view type a writer chose).
             let mut options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-            if !self.filters.is_empty() {
+            if !self.filters.is_empty() || self.dynamic.as_ref().is_some_and(|(d, _)| d.subscribed()) {
                 options = options.with_page_index_policy(PageIndexPolicy::Optional);
             }
             let meta = ArrowReaderMetadata::load(&file, options.clone()).map_err(|e| context(&e))?;
@@ -1026,6 +1096,15 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         loop {
             if let Err(e) = (self.alive)() {
                 return Some(Err(ArrowError::ExternalError(Box::new(e))));
+            }
+            // Between row groups: the conjuncts published since the last one.
+            if self.current.as_ref().is_none_or(|o| o.group.is_none()) {
+                let mut current = self.current.take();
+                let refreshed = self.refresh_dynamic(current.as_mut());
+                self.current = current;
+                if let Err(e) = refreshed {
+                    return Some(Err(e));
+                }
             }
             let mut open = match self.current.take() {
                 Some(open) => open,

@@ -9,8 +9,10 @@ use arrow::ipc::writer::StreamWriter;
 use datafusion_common::{internal_err, Result, ScalarValue};
 use ember_proto as pb;
 
-use crate::operators::dynamic_filter::{DynamicFilter, DynamicFilterConfig, DynamicFilterParts, KeySummaryParts};
-use crate::operators::parquet_scan::{FilterOp, ScanFilter};
+use crate::operators::dynamic_filter::{
+    DynamicFilter, DynamicFilterConfig, DynamicFilterParts, KeyPruning, KeySummaryParts,
+};
+use crate::operators::parquet_scan::ScanFilter;
 
 pub fn encode_dynamic_filter(filter: &DynamicFilter) -> Result<pb::DynamicFilter> {
     let parts = filter.to_parts()?;
@@ -92,10 +94,6 @@ pub fn decode_dynamic_filter(proto: &pb::DynamicFilter) -> Result<DynamicFilter>
     })
 }
 
-/// Distinct keys up to which a scan also gets them as an IN list (beyond, its bounds only; the probe side's writer
-/// checks the keys themselves).
-pub const PRUNING_VALUES: usize = 16;
-
 /// The driver's union of a build side's summaries (one per map task, all over the same keys, sizes and
 /// partitioning) → proto `DynamicFilterUnion`: the partition-wise filter for the probe side's writer and the
 /// pruning for its scan.
@@ -109,12 +107,11 @@ pub fn union_dynamic_filters(summaries: &pb::DynamicFilterSummaries) -> Result<p
         }
     }
     let Some(union) = union else { return internal_err!("dynamic filter: no summary to unite") };
-    let global = union.global()?;
-    let parts = global.to_parts()?;
-    let columns = parts.partitions[0]
+    let pruning = KeyPruning::of(&union.global()?)?;
+    let columns = pruning
         .bounds
         .iter()
-        .zip(&parts.key_types)
+        .zip(union.key_types())
         .map(|(b, t)| match b {
             Some((lo, hi)) => ScalarValue::iter_to_array([lo.clone(), hi.clone()]),
             None => Ok(arrow::array::new_null_array(t, 2)),
@@ -122,13 +119,13 @@ pub fn union_dynamic_filters(summaries: &pb::DynamicFilterSummaries) -> Result<p
         .collect::<Result<Vec<ArrayRef>>>()?;
     let schema = Arc::new(Schema::new(union.key_fields()));
     let bounds = ipc(&RecordBatch::try_new(schema.clone(), columns)?)?;
-    let values = match (union.key_types().len(), global.exact_values(PRUNING_VALUES)?) {
-        (1, Some(v)) => ipc(&RecordBatch::try_new(schema, v)?)?,
-        _ => vec![],
+    let values = match &pruning.values {
+        Some(v) => ipc(&RecordBatch::try_new(schema, vec![ScalarValue::iter_to_array(v.iter().cloned())?])?)?,
+        None => vec![],
     };
     Ok(pb::DynamicFilterUnion {
         filter: Some(encode_dynamic_filter(&union)?),
-        pruning: Some(pb::DynamicFilterPruning { empty: parts.partitions[0].rows == 0, bounds, values }),
+        pruning: Some(pb::DynamicFilterPruning { empty: pruning.empty, bounds, values }),
     })
 }
 
@@ -149,37 +146,24 @@ fn read_ipc(bytes: &[u8]) -> Result<Option<RecordBatch>> {
     reader.next().transpose().map_err(Into::into)
 }
 
-/// A scan's share of a dynamic filter → conjuncts its reader prunes with: per key column that is a scan column,
-/// `>= min` and `<= max`, an IN list of the few keys, and, when nothing can match, `IS NULL AND IS NOT NULL`.
+/// A scan's share of a dynamic filter → conjuncts its reader prunes with ([`KeyPruning::scan_filters`]).
 pub fn scan_filters(f: &pb::ParquetScanDynamicFilter) -> Result<Vec<ScanFilter>> {
     let Some(pruning) = &f.pruning else { return Ok(vec![]) };
-    let mut out = vec![];
-    let column_of = |key: usize| f.columns.get(&(key as u32)).map(|c| *c as usize);
-    let filter = |column, op, values| ScanFilter { column, op, values };
-    if pruning.empty {
-        if let Some(c) = column_of(0) {
-            out.push(filter(c, FilterOp::IsNull, vec![]));
-            out.push(filter(c, FilterOp::IsNotNull, vec![]));
-        }
-        return Ok(out);
-    }
-    if let Some(bounds) = read_ipc(&pruning.bounds)? {
-        if bounds.num_rows() != 2 {
-            return internal_err!("dynamic filter pruning: {} bound rows", bounds.num_rows());
-        }
-        for (key, col) in bounds.columns().iter().enumerate() {
-            let Some(c) = column_of(key) else { continue };
-            let (lo, hi) = (ScalarValue::try_from_array(col, 0)?, ScalarValue::try_from_array(col, 1)?);
-            if !lo.is_null() && !hi.is_null() {
-                out.push(filter(c, FilterOp::Ge, vec![lo]));
-                out.push(filter(c, FilterOp::Le, vec![hi]));
-            }
-        }
-    }
-    if let (Some(values), Some(c)) = (read_ipc(&pruning.values)?, column_of(0)) {
-        let col = values.column(0);
-        let list = (0..col.len()).map(|i| ScalarValue::try_from_array(col, i)).collect::<Result<Vec<_>>>()?;
-        out.push(filter(c, FilterOp::In, list));
-    }
-    Ok(out)
+    let scalars =
+        |col: &ArrayRef| (0..col.len()).map(|i| ScalarValue::try_from_array(col, i)).collect::<Result<Vec<_>>>();
+    let bounds = match read_ipc(&pruning.bounds)? {
+        Some(b) if b.num_rows() == 2 => b
+            .columns()
+            .iter()
+            .map(|col| {
+                let (lo, hi) = (ScalarValue::try_from_array(col, 0)?, ScalarValue::try_from_array(col, 1)?);
+                Ok((!lo.is_null() && !hi.is_null()).then_some((lo, hi)))
+            })
+            .collect::<Result<Vec<_>>>()?,
+        Some(b) => return internal_err!("dynamic filter pruning: {} bound rows", b.num_rows()),
+        None => vec![],
+    };
+    let values = read_ipc(&pruning.values)?.map(|v| scalars(v.column(0))).transpose()?;
+    let pruning = KeyPruning { empty: pruning.empty, bounds, values };
+    Ok(pruning.scan_filters(|key| f.columns.get(&(key as u32)).map(|c| *c as usize)))
 }

@@ -68,11 +68,23 @@ pub struct Planner {
     nodes: Vec<(u32, Arc<dyn ExecutionPlan>)>,
     /// The executor's shared hash tables of the broadcast inputs, by input index.
     shared: HashMap<usize, Arc<SharedBuilds>>,
+    /// The Parquet scan inputs that joins may prune while they run, by input index.
+    scans: HashMap<usize, spilling_hash_join::ScanSlot>,
 }
 
 impl Planner {
     pub fn new(inputs: Vec<BatchReader>) -> Self {
-        Self { inputs: inputs.into_iter().map(Some).collect(), nodes: vec![], shared: HashMap::new() }
+        Self {
+            inputs: inputs.into_iter().map(Some).collect(),
+            nodes: vec![],
+            shared: HashMap::new(),
+            scans: HashMap::new(),
+        }
+    }
+
+    pub fn with_scan_slots(mut self, scans: HashMap<usize, spilling_hash_join::ScanSlot>) -> Self {
+        self.scans = scans;
+        self
     }
 
     pub fn with_shared_builds(mut self, shared: HashMap<usize, Arc<SharedBuilds>>) -> Self {
@@ -184,7 +196,7 @@ impl Planner {
                 expect_children(2)?;
                 let right = children.remove(1);
                 let shared = self.shared_build(j, op, &children);
-                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right, shared)?
+                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right, shared, &self.scans)?
             }
             Kind::Aggregate(a) => {
                 expect_children(1)?;

@@ -317,6 +317,7 @@ async fn check_on(
 /// The join's dynamic filter with the cost gate never switching it off.
 const ALWAYS_ON: JoinDynamicFilterConfig = JoinDynamicFilterConfig {
     filter: DynamicFilterConfig { max_set_values: 64, bloom_bytes: 1024 },
+    filter_probe: true,
     sample_rows: 1000,
     min_pruned_fraction: 0.0,
 };

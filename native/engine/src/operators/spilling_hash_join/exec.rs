@@ -19,6 +19,7 @@ use datafusion_physical_plan::{
 use super::shared_build::{shares_build, SharedBuild};
 use super::stream::{JoinContext, JoinMetrics, JoinStream};
 use crate::operators::dynamic_filter::DynamicFilterConfig;
+use crate::operators::parquet_scan::DynamicScanFilters;
 
 /// Knobs of the spilling join.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +45,8 @@ impl Default for SpillingHashJoinConfig {
 #[derive(Debug, Clone, Copy)]
 pub struct JoinDynamicFilterConfig {
     pub filter: DynamicFilterConfig,
+    /// Whether probe rows are filtered before the hash probe (else the summary only prunes probe scans).
+    pub filter_probe: bool,
     /// Probe rows filtered before the gate decides.
     pub sample_rows: usize,
     /// The filter stays on only if it dropped at least this fraction of the sampled probe rows.
@@ -52,7 +55,12 @@ pub struct JoinDynamicFilterConfig {
 
 impl Default for JoinDynamicFilterConfig {
     fn default() -> Self {
-        Self { filter: DynamicFilterConfig::default(), sample_rows: 65536, min_pruned_fraction: 0.1 }
+        Self {
+            filter: DynamicFilterConfig::default(),
+            filter_probe: true,
+            sample_rows: 65536,
+            min_pruned_fraction: 0.1,
+        }
     }
 }
 
@@ -93,6 +101,16 @@ pub struct SpillingHashJoinExec {
     /// The executor's table of the broadcast this join builds on, where it may share one (see
     /// [`with_shared_build`](Self::with_shared_build)).
     shared: Option<SharedBuild>,
+    probe_scans: Vec<ProbeScan>,
+}
+
+/// A Parquet scan in the join's task whose rows reach the probe side unchanged in the key columns: the build
+/// side's summary prunes it (row groups, pages, rows) from its next row group on.
+#[derive(Debug, Clone)]
+pub struct ProbeScan {
+    pub filters: Arc<DynamicScanFilters>,
+    /// Per join key (in the operator's key order): the scan column holding it, if any.
+    pub columns: Vec<Option<usize>>,
 }
 
 impl SpillingHashJoinExec {
@@ -128,6 +146,7 @@ impl SpillingHashJoinExec {
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
             shared: None,
+            probe_scans: vec![],
         })
     }
 
@@ -164,10 +183,13 @@ impl SpillingHashJoinExec {
         build_right: bool,
         config: SpillingHashJoinConfig,
         shared: Option<SharedBuild>,
+        probe_scans: Vec<ProbeScan>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if !build_right {
             return Ok(Arc::new(
-                Self::try_new(left, right, on, filter, join_type, null_equality, config)?.with_shared_build(shared),
+                Self::try_new(left, right, on, filter, join_type, null_equality, config)?
+                    .with_shared_build(shared)
+                    .with_probe_scans(probe_scans),
             ));
         }
         let swapped_on = on.into_iter().map(|(l, r)| (r, l)).collect();
@@ -180,7 +202,8 @@ impl SpillingHashJoinExec {
             null_equality,
             config,
         )?
-        .with_shared_build(shared);
+        .with_shared_build(shared)
+        .with_probe_scans(probe_scans);
         if matches!(
             join_type,
             JoinType::LeftSemi
@@ -203,11 +226,43 @@ impl SpillingHashJoinExec {
     /// Probes the executor's table of a broadcast instead of building one per task, where that is exact and
     /// the join is not set to spill or filter its probe side (see [`shares_build`]); otherwise unchanged.
     pub fn with_shared_build(mut self, shared: Option<SharedBuild>) -> Self {
-        let eligible = shares_build(self.join_type)
-            && self.config.dynamic_filter.is_none()
-            && self.config.max_build_buffer_bytes == 0;
+        let eligible = shares_build(self.join_type) && self.config.max_build_buffer_bytes == 0;
         self.shared = shared.filter(|_| eligible);
         self
+    }
+
+    /// Prunes `scans` by the build side's summary, where the join summarizes (`config.dynamic_filter`) and
+    /// dropping probe rows is exact ([`prunes_probe`]).
+    pub fn with_probe_scans(mut self, scans: Vec<ProbeScan>) -> Self {
+        if self.config.dynamic_filter.is_some() && prunes_probe(self.join_type, self.null_equality) {
+            self.probe_scans = scans;
+        }
+        self
+    }
+
+    pub fn probe_scans(&self) -> &[ProbeScan] {
+        &self.probe_scans
+    }
+
+    /// Where output column `column` comes from: (0, c) the build child's column c, (1, c) the probe child's — the
+    /// value unchanged or, on an outer join's null-extended rows, null; None for a mark column.
+    pub fn column_source(&self, column: usize) -> Option<(usize, usize)> {
+        let column = match &self.reorder {
+            Some((order, _)) => *order.get(column)?,
+            None => column,
+        };
+        let (build, probe) = (self.left.schema().fields().len(), self.right.schema().fields().len());
+        match self.join_type {
+            JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => {
+                if column < build {
+                    Some((0, column))
+                } else {
+                    (column < build + probe).then(|| (1, column - build))
+                }
+            }
+            JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => (column < build).then_some((0, column)),
+            JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => (column < probe).then_some((1, column)),
+        }
     }
 }
 
@@ -270,7 +325,8 @@ impl ExecutionPlan for SpillingHashJoinExec {
             self.null_equality,
             self.config,
         )?
-        .with_shared_build(self.shared.clone());
+        .with_shared_build(self.shared.clone())
+        .with_probe_scans(self.probe_scans.clone());
         Ok(Arc::new(if self.reorder.is_some() { join.with_swapped_output() } else { join }))
     }
 
@@ -294,6 +350,9 @@ impl ExecutionPlan for SpillingHashJoinExec {
             metrics,
         )?;
         jc.shared = self.shared.clone();
+        if jc.dynamic_filter.is_some() {
+            jc.probe_scans = self.probe_scans.clone();
+        }
         Ok(JoinStream::new(Arc::new(jc), reservation, build, probe).into_stream(self.reorder.clone()))
     }
 

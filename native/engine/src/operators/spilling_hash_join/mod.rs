@@ -63,5 +63,5 @@ mod shared_build;
 mod stream;
 
 pub use buckets::batch_cost;
-pub use exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig, SpillingHashJoinExec};
+pub use exec::{prunes_probe, JoinDynamicFilterConfig, ProbeScan, SpillingHashJoinConfig, SpillingHashJoinExec};
 pub use shared_build::{shares_build, BroadcastMemory, SharedBuild, SharedBuilds};

@@ -25,6 +25,7 @@ use futures::StreamExt;
 
 use super::buckets::batch_cost;
 use super::stream::JoinContext;
+use crate::operators::dynamic_filter::DynamicFilter;
 use crate::operators::once::{batches_stream, OnceExec};
 
 /// Spark's storage memory, which holds broadcast values: asked once per shared table, released when it goes.
@@ -91,6 +92,8 @@ pub(super) enum Build {
 /// A built table: the `HashJoinExec` whose build future every task's copy shares, and Spark's grant for it.
 pub(super) struct SharedTable {
     join: HashJoinExec,
+    /// The build keys' summary, where the join makes one (every task filters and prunes with it).
+    summary: Option<Arc<DynamicFilter>>,
     granted: usize,
     memory: Arc<dyn BroadcastMemory>,
 }
@@ -102,6 +105,10 @@ impl Drop for SharedTable {
 }
 
 impl SharedTable {
+    pub(super) fn summary(&self) -> Option<Arc<DynamicFilter>> {
+        self.summary.clone()
+    }
+
     /// The task's join: this table probed by `probe`.
     pub(super) fn probe(
         &self,
@@ -141,6 +148,13 @@ impl SharedBuild {
             return Ok(Build::Own(batches_stream(jc.build_schema.clone(), batches)));
         }
         jc.metrics.build_rows.add(batches.iter().map(RecordBatch::num_rows).sum());
+        let mut summary = jc.new_dynamic_filter()?;
+        for b in &batches {
+            if let Err(e) = jc.summarize(&mut summary, b) {
+                self.builds.memory.release(cost);
+                return Err(e);
+            }
+        }
         let left = Arc::new(OnceExec::from_batches(jc.build_schema.clone(), batches));
         let right = Arc::new(OnceExec::from_batches(jc.probe_schema.clone(), vec![]));
         let join = HashJoinExec::try_new(
@@ -161,7 +175,8 @@ impl SharedBuild {
                 return Err(e);
             }
         };
-        let table = Arc::new(SharedTable { join, granted: cost, memory: self.builds.memory.clone() });
+        let summary = summary.map(Arc::new);
+        let table = Arc::new(SharedTable { join, summary, granted: cost, memory: self.builds.memory.clone() });
         *slot = Slot::Built(table.clone());
         Ok(Build::Shared(table))
     }

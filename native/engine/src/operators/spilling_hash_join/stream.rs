@@ -25,10 +25,10 @@ use futures::{Stream, StreamExt};
 
 use super::buckets::{batch_cost, Budget, Router};
 use super::chunks::Chunked;
-use super::exec::{prunes_probe, JoinDynamicFilterConfig, SpillingHashJoinConfig};
+use super::exec::{prunes_probe, JoinDynamicFilterConfig, ProbeScan, SpillingHashJoinConfig};
 use super::metric_names;
 use super::shared_build::{Build, SharedBuild};
-use crate::operators::dynamic_filter::{exact_key_type, DynamicFilter};
+use crate::operators::dynamic_filter::{exact_key_type, DynamicFilter, KeyPruning};
 use crate::operators::once::{batches_stream, OnceExec};
 use crate::operators::spill::{read_compacted, spill_batches, CoalescingWriter, SpilledSide};
 
@@ -102,6 +102,8 @@ pub(crate) struct JoinContext {
     pub(super) dynamic_filter: Option<(JoinDynamicFilterConfig, Vec<DataType>)>,
     /// Some where the join probes its executor's shared table of a broadcast (see [`SharedBuild`]).
     pub(super) shared: Option<SharedBuild>,
+    /// Scans of the task the build side's summary prunes (only where `dynamic_filter` is some).
+    pub(super) probe_scans: Vec<ProbeScan>,
     pub(super) metrics: JoinMetrics,
 }
 
@@ -166,6 +168,7 @@ impl JoinContext {
             probe_router,
             dynamic_filter,
             shared: None,
+            probe_scans: vec![],
             metrics,
         })
     }
@@ -208,13 +211,13 @@ impl JoinContext {
         }
     }
 
-    /// An empty summary of the build keys, where the join filters its probe side.
-    fn new_dynamic_filter(&self) -> Result<Option<DynamicFilter>> {
+    /// An empty summary of the build keys, where the join filters its probe side or prunes its probe scans.
+    pub(super) fn new_dynamic_filter(&self) -> Result<Option<DynamicFilter>> {
         self.dynamic_filter.as_ref().map(|(c, types)| DynamicFilter::try_new(types.clone(), 1, c.filter)).transpose()
     }
 
     /// Adds a build batch's keys to the summary.
-    fn summarize(&self, summary: &mut Option<DynamicFilter>, batch: &RecordBatch) -> Result<()> {
+    pub(super) fn summarize(&self, summary: &mut Option<DynamicFilter>, batch: &RecordBatch) -> Result<()> {
         let Some(f) = summary else { return Ok(()) };
         let _timer = self.metrics.dynamic_filter_time.timer();
         let keys =
@@ -222,18 +225,36 @@ impl JoinContext {
         f.update(0, &keys)
     }
 
+    /// Hands the build side's complete summary to the probe side's scans: they skip row groups, pages and rows
+    /// whose keys it rules out from their next row group on.
+    fn publish_to_scans(&self, summary: &DynamicFilter) -> Result<()> {
+        if self.probe_scans.is_empty() {
+            return Ok(());
+        }
+        let pruning = KeyPruning::of(summary)?;
+        for scan in &self.probe_scans {
+            scan.filters.publish(pruning.scan_filters(|key| scan.columns.get(key).copied().flatten()));
+        }
+        Ok(())
+    }
+
     /// The probe stream without the rows whose keys the build side's summary rules out, while the cost gate
-    /// lets the filter pay. The summary is reserved; when the pool refuses it, the join goes on unfiltered.
+    /// lets the filter pay; the summary goes to the probe scans first. The filter is reserved; when the pool
+    /// refuses it, the join goes on unfiltered.
     fn filter_probe(
         &self,
-        summary: Option<DynamicFilter>,
+        summary: Option<Arc<DynamicFilter>>,
         probe: SendableRecordBatchStream,
         budget: &Budget,
-    ) -> SendableRecordBatchStream {
-        let (Some(filter), Some((config, _))) = (summary, &self.dynamic_filter) else { return probe };
+    ) -> Result<SendableRecordBatchStream> {
+        let (Some(filter), Some((config, _))) = (summary, &self.dynamic_filter) else { return Ok(probe) };
+        self.publish_to_scans(&filter)?;
+        if !config.filter_probe {
+            return Ok(probe);
+        }
         let size = filter.size();
         if budget.try_grow(size).is_err() {
-            return probe;
+            return Ok(probe);
         }
         self.metrics.dynamic_filter_bytes.set(size);
         let config = *config;
@@ -272,7 +293,7 @@ impl JoinContext {
             };
             futures::future::ready(b.and_then(&mut apply).transpose())
         });
-        Box::pin(RecordBatchStreamAdapter::new(schema, s))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, s)))
     }
 
     fn conform(&self, batch: RecordBatch) -> Result<RecordBatch> {
@@ -461,7 +482,9 @@ impl JoinStream {
                 }
             }),
         ));
-        if !emits_build_rows_alone(jc.join_type) {
+        // (Not where the build side prunes the probe side's scans: the peek would read their first row group
+        // before the summary exists.)
+        if !emits_build_rows_alone(jc.join_type) && jc.probe_scans.is_empty() {
             // Without a probe row there is no output: look at the probe side first, and if it is empty never
             // read (decode, hash, reserve) the build side — a broadcast's build side is otherwise built in every
             // task, also in the many that AQE gives no probe rows (TPC-H Q15).
@@ -478,6 +501,7 @@ impl JoinStream {
         if let Some(shared) = &jc.shared {
             match shared.table(&jc, build).await? {
                 Build::Shared(table) => {
+                    let probe = jc.filter_probe(table.summary(), probe, &self.budget)?;
                     self.phase = Phase::InMemory { stream: table.probe(&jc, probe)?, reserved: 0 };
                     return Ok(());
                 }
@@ -514,7 +538,7 @@ impl JoinStream {
             }
         }
         let Some(overflow) = overflow else {
-            let probe = jc.filter_probe(summary, probe, &self.budget);
+            let probe = jc.filter_probe(summary.map(Arc::new), probe, &self.budget)?;
             let stream = jc.hash_join(held, probe, jc.join_type)?;
             self.phase = Phase::InMemory { stream, reserved };
             return Ok(());
@@ -544,7 +568,7 @@ impl JoinStream {
             }
         }
         let (resident, reserved, spilled_build) = buckets.finish(&self.budget)?;
-        let probe = jc.filter_probe(summary, probe, &self.budget);
+        let probe = jc.filter_probe(summary.map(Arc::new), probe, &self.budget)?;
         let router = Arc::new(Mutex::new(ProbeRouter {
             jc: jc.clone(),
             budget: self.budget.clone(),
