@@ -506,6 +506,16 @@ object EmberConf {
       "(geometric mean) for no pruning there."
   )
 
+  val DYNAMIC_FILTER_PROBE_SCANS: Entry[Boolean] = bool(
+    "spark.ember.dynamicFilter.probeScans.enabled",
+    default = true,
+    "With `spark.ember.dynamicFilter.enabled`: a native hash join hands its build side's key bounds (and the keys " +
+      "themselves when there are at most 16) to the native Parquet scans of its own task whose columns reach its " +
+      "probe keys unchanged (a broadcast join over its streamed side's scan, a join of bucketed tables, joins " +
+      "stacked on one scan); the join reads its build side first, and the scans skip row groups, pages and rows " +
+      "outside them."
+  )
+
   val DYNAMIC_FILTER_ACROSS_STAGES: Entry[Boolean] = bool(
     "spark.ember.dynamicFilter.acrossStages.enabled",
     default = true,

@@ -3,7 +3,15 @@ package org.apache.spark.sql.ember
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.internal.config.MEMORY_OFFHEAP_ENABLED
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, IsNotNull, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{
+  Alias,
+  AttributeReference,
+  Expression,
+  ExprId,
+  IsNotNull,
+  PredicateHelper
+}
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildSide => JoinSide}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning}
 import org.apache.spark.sql.ember.execution._
@@ -268,5 +276,55 @@ object DynamicFilterPlanner extends PredicateHelper {
       case _ =>
     }
     down(child)
+  }
+
+  /**
+   * Marks, for explain, the native Parquet scans that a join of the same native plan prunes while it runs (proto
+   * `prune_probe_scans`): the engine links them by the same walk (its planner's `probe_scans`) — down the probe
+   * side through filters, projections that pass a key column through, and other joins' outputs, to a scan whose
+   * data column the key is.
+   */
+  def markProbeScans(plan: SparkPlan): Unit = {
+    def down(p: SparkPlan, ids: Set[ExprId], join: String): Unit = if (ids.nonEmpty) p match {
+      case f: EmberFilterExec => down(f.child, ids, join)
+      case pr: EmberProjectExec =>
+        down(
+          pr.child,
+          pr.projectList.collect {
+            case a: AttributeReference if ids(a.exprId) => a.exprId
+            case al @ Alias(a: AttributeReference, _) if ids(al.exprId) => a.exprId
+          }.toSet,
+          join
+        )
+      case j @ (_: EmberSpillingHashJoinExec | _: EmberBroadcastHashJoinExec) =>
+        j.children.foreach(c => down(c, ids.intersect(c.output.map(_.exprId).toSet), join))
+      case in @ EmberInputExec(scan: FileSourceScanExec) if NativeParquetScan.unsupported(scan).isEmpty =>
+        if (scan.output.take(scan.requiredSchema.length).exists(a => ids(a.exprId)))
+          in.setTagValue(
+            EmberInputExec.PrunedInTask,
+            in.getTagValue(EmberInputExec.PrunedInTask).toSeq.flatten :+ join
+          )
+      case _ =>
+    }
+    def probe(
+        op: proto.Operator,
+        lk: Seq[Expression],
+        rk: Seq[Expression],
+        bs: JoinSide,
+        l: SparkPlan,
+        r: SparkPlan
+    ) =
+      if (op.hasSpillingHashJoin && op.getSpillingHashJoin.getPruneProbeScans) {
+        val (side, keys) = if (bs == BuildLeft) (r, rk) else (l, lk)
+        val join = lk.zip(rk).map { case (a, b) => s"$a = $b" }.mkString(" AND ")
+        down(side, keys.collect { case a: AttributeReference => a.exprId }.toSet, join)
+      }
+    plan.foreach {
+      case j: EmberSpillingHashJoinExec =>
+        probe(j.nativeOperator, j.leftKeys, j.rightKeys, j.buildSide, j.left, j.right)
+      case j: EmberBroadcastHashJoinExec =>
+        probe(j.nativeOperator, j.leftKeys, j.rightKeys, j.buildSide, j.left, j.right)
+      case _ =>
+    }
   }
 }

@@ -71,6 +71,7 @@ case class EmberExecRule(session: SparkSession) extends Rule[SparkPlan] with Log
     markOrderedJoins(plan)
     keepSparkBroadcasts(plan)
     val converted = restoreOrder(plan.transformUp { case p => convert(p) })
+    DynamicFilterPlanner.markProbeScans(converted)
     if (EmberConf.EXPLAIN_FALLBACK.get(conf)) {
       val lines = EmberExplainInfo.fallbackLines(converted)
       if (lines.nonEmpty) logWarning(s"Ember: operators left to Spark:\n${lines.mkString("\n")}")

@@ -131,4 +131,82 @@ class EmberDynamicFilterSuite extends EmberQueryTest {
       assert(probes(df).isEmpty && builds(df).isEmpty)
     }
   }
+
+  private def scans(df: DataFrame): Seq[EmberInputExec] =
+    executedNodes(df).collect { case in: EmberInputExec if in.output.exists(_.name == "v") => in }
+
+  private def scanPruned(df: DataFrame): Long =
+    scans(df)
+      .map(in => in.metrics("parquetRowGroupsPruned").value + in.metrics("parquetRowsSkipped").value)
+      .sum
+
+  test("a broadcast join prunes its streamed side's scan in the same task; never a preserved side") {
+    val inTask = Seq(
+      "spark.ember.dynamicFilter.enabled" -> "true",
+      "spark.sql.autoBroadcastJoinThreshold" -> "10MB",
+      "spark.sql.optimizer.runtime.bloomFilter.enabled" -> "false"
+    )
+    def run(sql: String, enabled: Boolean): DataFrame =
+      withSQLConf((inTask :+ ("spark.ember.dynamicFilter.enabled" -> enabled.toString)): _*) {
+        checkSparkAnswerAndNative(spark.sql(sql), Seq(cls[EmberBroadcastHashJoinExec]))
+      }
+    // Keys 500..519: bounds only (more than 16 keys), which the clustered fact's row groups are cut by.
+    val inner = "SELECT f.k, f.v, d.w FROM fact f JOIN dim d ON f.k = d.k WHERE d.region = 'r1'"
+    val pruned = run(inner, enabled = true)
+    assert(scanPruned(pruned) > 0, pruned.queryExecution.executedPlan)
+    assert(
+      scans(pruned).head
+        .simpleString(10)
+        .matches(".*pruned by the dynamic filter of the join on \\[k#\\d+ = k#\\d+\\] in its task.*"),
+      pruned.queryExecution.executedPlan
+    )
+    assert(scans(pruned).map(_.metrics("parquetRowGroupsPruned").value).sum > 0, "whole row groups skipped")
+    assert(scanPruned(run(inner, enabled = false)) == 0, "nothing pruned with dynamic filters off")
+    // An IN list of a few keys; a left semi join; the keys through a projection.
+    for (
+      q <- Seq(
+        "SELECT f.k, f.v, d.w FROM fact f JOIN dim d ON f.k = d.k WHERE d.w IN (7, 1500, 2600)",
+        "SELECT * FROM fact WHERE k IN (SELECT k FROM dim WHERE region = 'r1')",
+        "SELECT f.kk, d.w FROM (SELECT k AS kk, v FROM fact WHERE v % 2 = 0) f JOIN dim d ON f.kk = d.k " +
+          "WHERE d.region = 'r1'"
+      )
+    ) assert(scanPruned(run(q, enabled = true)) > 0, q)
+    // A streamed side the join preserves keeps every row group, and the rows stay Spark's.
+    val preserved =
+      run(
+        "SELECT f.v, d.w FROM fact f LEFT JOIN (SELECT * FROM dim WHERE region = 'r1') d ON f.k = d.k",
+        true
+      )
+    assert(scanPruned(preserved) == 0, preserved.queryExecution.executedPlan)
+  }
+
+  test("a join of bucketed tables prunes each bucket's probe scan by that bucket's build keys") {
+    withTable("bfact", "bdim") {
+      withEmber(enabled = false) {
+        spark
+          .table("fact")
+          .write
+          .bucketBy(4, "k")
+          .sortBy("k")
+          .option("parquet.block.size", 64 * 1024)
+          .format("parquet")
+          .saveAsTable("bfact")
+        spark.table("dim").write.bucketBy(4, "k").format("parquet").saveAsTable("bdim")
+      }
+      withSQLConf(
+        "spark.ember.dynamicFilter.enabled" -> "true",
+        "spark.sql.autoBroadcastJoinThreshold" -> "-1",
+        "spark.sql.adaptive.enabled" -> "false",
+        "spark.sql.join.preferSortMergeJoin" -> "false",
+        "spark.sql.optimizer.runtime.bloomFilter.enabled" -> "false"
+      ) {
+        val df = checkSparkAnswerAndNative(
+          spark.sql("SELECT f.k, f.v, d.w FROM bfact f JOIN bdim d ON f.k = d.k WHERE d.region = 'r1'"),
+          Seq(cls[EmberSpillingHashJoinExec])
+        )
+        assert(!df.queryExecution.executedPlan.exists(_.isInstanceOf[EmberShuffleExchangeExec]), "no shuffle")
+        assert(scanPruned(df) > 0, df.queryExecution.executedPlan)
+      }
+    }
+  }
 }

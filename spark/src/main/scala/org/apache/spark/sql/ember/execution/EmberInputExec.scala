@@ -49,6 +49,9 @@ case class EmberInputExec(child: SparkPlan) extends UnaryExecNode with EmberExec
       NativeParquetScan.unsupported(scan) match {
         case None if getTagValue(EmberInputExec.DynamicPruning).isDefined =>
           s"$nodeName (Parquet read natively, pruned by a dynamic filter)"
+        case None if getTagValue(EmberInputExec.PrunedInTask).isDefined =>
+          val joins = getTagValue(EmberInputExec.PrunedInTask).get.map(j => s"[$j]").mkString(", ")
+          s"$nodeName (Parquet read natively, pruned by the dynamic filter of the join on $joins in its task)"
         case None => s"$nodeName (Parquet read natively)"
         case Some(why) => s"$nodeName (file scan read by Spark: $why)"
       }
@@ -67,4 +70,7 @@ object EmberInputExec {
   /** On a native Parquet scan's input: a join's dynamic filter its reader prunes with (set at execution). */
   val DynamicPruning: TreeNodeTag[proto.ParquetScanDynamicFilter] =
     TreeNodeTag[proto.ParquetScanDynamicFilter]("ember.dynamicPruning")
+
+  /** On a native Parquet scan's input: the keys of the joins of its native plan that prune it while they run. */
+  val PrunedInTask: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("ember.prunedInTask")
 }

@@ -45,6 +45,16 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
     case _ => false
   }
 
+  /**
+   * Whether dropping the probe side's rows whose keys no build row has is exact: the probe side's unmatched rows
+   * are never emitted (the engine's `prunes_probe`, in Spark's orientation).
+   */
+  def prunesProbe(jt: JoinType, bs: BuildSide): Boolean = (jt, bs) match {
+    case (_: InnerLike | LeftSemi, _) => true
+    case (LeftOuter | LeftAnti | _: ExistenceJoin, BuildLeft) => true
+    case _ => false
+  }
+
   def joinType(jt: JoinType): Either[String, proto.JoinType] = jt match {
     // A cross join is an inner join whose condition (if any) decides alone.
     case Inner | Cross => Right(proto.JoinType.JOIN_TYPE_INNER)
@@ -98,8 +108,10 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
       }
     } yield {
       val bits = EmberConf.SPILLING_HASH_JOIN_BUCKET_BITS.get(conf)
-      val inJoinFilter =
-        EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && EmberConf.DYNAMIC_FILTER_IN_JOIN.get(conf)
+      val dynamicFilters = EmberConf.DYNAMIC_FILTER_ENABLED.get(conf) && !nestedLoop
+      val inJoinFilter = dynamicFilters && EmberConf.DYNAMIC_FILTER_IN_JOIN.get(conf)
+      val probeScans =
+        dynamicFilters && EmberConf.DYNAMIC_FILTER_PROBE_SCANS.get(conf) && prunesProbe(jt, buildSide)
       val b = proto.SpillingHashJoin
         .newBuilder()
         .setJoinType(t)
@@ -109,7 +121,8 @@ object SpillingHashJoinSerde extends OperatorSerde[ShuffledHashJoinExec] {
         .setMaxBuildBufferBytes(EmberConf.SPILLING_HASH_JOIN_MAX_BUILD_BUFFER.get(conf).max(0L))
         .setBucketBits(bits.max(1L).min(16L).toInt)
         .setSpillDisabled(!EmberConf.SPILLING_HASH_JOIN_SPILL.get(conf))
-        .setDynamicFilterEnabled(inJoinFilter && !nestedLoop)
+        .setDynamicFilterEnabled(inJoinFilter)
+        .setPruneProbeScans(probeScans)
         .setDynamicFilterMaxSetValues(
           EmberConf.DYNAMIC_FILTER_MAX_SET_VALUES.get(conf).max(0L).min(Int.MaxValue).toInt
         )
