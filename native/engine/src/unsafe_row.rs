@@ -392,32 +392,82 @@ pub fn read_rows(bytes: &[u8], schema: &SchemaRef) -> Result<RecordBatch> {
 }
 
 /// Spark's string bytes as an Arrow `StringArray`, validated: Spark's `UTF8String` holds any bytes, but every
-/// Arrow string kernel assumes valid UTF-8, so invalid bytes must never reach one unchecked. The whole buffer is
-/// validated at once (SIMD), then every value boundary is checked to fall on a character boundary, which together
-/// prove each value valid. Invalid bytes fail the task with the column and row named.
+/// Arrow string kernel assumes valid UTF-8, so invalid bytes must never reach one unchecked. Invalid bytes fail the
+/// task with the column and row named.
 pub fn checked_strings(
     offsets: OffsetBuffer<i32>,
     data: Vec<u8>,
     nulls: Option<NullBuffer>,
     column: &str,
 ) -> Result<StringArray> {
-    let boundary = |at: usize| data.get(at).is_none_or(|b| (*b as i8) >= -0x40);
-    let valid = simdutf8::basic::from_utf8(&data).is_ok() && offsets.iter().all(|&o| boundary(o as usize));
-    if !valid {
-        // The first value that is not valid UTF-8 on its own, for the message.
-        let row = offsets
-            .windows(2)
-            .position(|w| std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err())
-            .unwrap_or(0);
-        return exec_err!(
-            "string column `{column}` holds bytes that are not valid UTF-8 (row {row} of the batch): Ember's native \
-             operators need valid UTF-8 strings; run this query with spark.ember.enabled=false, or read the column \
-             as BINARY"
-        );
+    if let Some(row) = first_invalid_utf8(&offsets, &data) {
+        return not_utf8(column, row);
     }
-    // SAFETY: `data` is valid UTF-8 as a whole and every offset falls on a character boundary (checked above),
-    // so each value is valid UTF-8; the offsets come from `OffsetBuffer`, monotonic and within `data`.
+    // SAFETY: every value is valid UTF-8 (checked above); the offsets come from `OffsetBuffer`, monotonic and
+    // within `data`.
     Ok(unsafe { StringArray::new_unchecked(offsets, data.into(), nulls) })
+}
+
+/// The first value of `data` (between consecutive `offsets`) that is not valid UTF-8, or offsets that are not
+/// monotonic within `data`; None when every value is valid. The span the offsets cover is validated at once
+/// (SIMD), then every offset is checked to fall on a character boundary, which together prove each value valid.
+fn first_invalid_utf8<O: arrow::array::OffsetSizeTrait>(offsets: &[O], data: &[u8]) -> Option<usize> {
+    let at = |o: &O| o.to_usize().filter(|&o| o <= data.len());
+    let (Some(first), Some(last)) = (offsets.first().map(at), offsets.last().map(at)) else { return None };
+    let (Some(first), Some(last)) = (first, last) else { return Some(0) };
+    let monotonic = offsets.windows(2).all(|w| w[0] <= w[1]);
+    let boundary = |o: &O| o.as_usize() == data.len() || (data[o.as_usize()] as i8) >= -0x40;
+    if monotonic
+        && first <= last
+        && simdutf8::basic::from_utf8(&data[first..last]).is_ok()
+        && offsets.iter().all(boundary)
+    {
+        return None;
+    }
+    let valid = |w: &[O]| match (at(&w[0]), at(&w[1])) {
+        (Some(a), Some(b)) if a <= b => std::str::from_utf8(&data[a..b]).is_ok(),
+        _ => false,
+    };
+    Some(offsets.windows(2).position(|w| !valid(w)).unwrap_or(0))
+}
+
+fn not_utf8<T>(column: &str, row: usize) -> Result<T> {
+    exec_err!(
+        "string column `{column}` holds bytes that are not valid UTF-8 (row {row} of the batch): Ember's native \
+         operators need valid UTF-8 strings; run this query with spark.ember.enabled=false, or read the column \
+         as BINARY"
+    )
+}
+
+/// The string columns of a batch Spark's JVM exported (the Arrow C stream of a columnar child, whose
+/// `UTF8String`s were copied into Arrow vectors as bytes), validated before any operator reads them: the C data
+/// interface import trusts the exporter, and Spark's strings need not be valid UTF-8. Only flat columns cross.
+/// Errors name the column as `schema` (the plan's input schema) does.
+pub fn check_strings(batch: &RecordBatch, schema: &SchemaRef) -> Result<()> {
+    let names = schema.fields().iter().map(|f| f.name().as_str()).chain(std::iter::repeat(""));
+    for (column, name) in batch.columns().iter().zip(names) {
+        let row = match column.data_type() {
+            DataType::Utf8 => {
+                let a = column.as_string::<i32>();
+                first_invalid_utf8(a.value_offsets(), a.value_data())
+            }
+            DataType::LargeUtf8 => {
+                let a = column.as_string::<i64>();
+                first_invalid_utf8(a.value_offsets(), a.value_data())
+            }
+            DataType::Utf8View => {
+                // As bytes: a view's value is read without building a `&str` from it.
+                let bytes = column.to_data().into_builder().data_type(DataType::BinaryView).build()?;
+                let a = arrow::array::BinaryViewArray::from(bytes);
+                a.iter().position(|v| v.is_some_and(|v| simdutf8::basic::from_utf8(v).is_err()))
+            }
+            _ => None,
+        };
+        if let Some(row) = row {
+            return not_utf8(name, row);
+        }
+    }
+    Ok(())
 }
 
 /// A Spark child's rows as Arrow batches: `next_rows` fetches the next buffer of `UnsafeRow`s (None at the
@@ -601,6 +651,42 @@ mod tests {
         assert_eq!(word(&rows[1], 2 + 69), 69);
         let empty = batch(vec![Arc::new(Int64Array::from(Vec::<i64>::new()))]);
         assert!(rows_of(&empty).is_empty());
+    }
+
+    /// Strings the JVM exported over the C stream interface: every value checked, the failing row named, a
+    /// slice checked only over its own values.
+    #[test]
+    fn exported_strings_are_checked() {
+        // What the C data interface import makes of a JVM `VarCharVector`: a `StringArray` nobody validated.
+        let unchecked = |values: Vec<&[u8]>| -> ArrayRef {
+            let offsets = OffsetBuffer::from_lengths(values.iter().map(|v| v.len()));
+            // SAFETY: a test double of an unvalidated import; only `check_strings` reads it, as bytes.
+            Arc::new(unsafe { StringArray::new_unchecked(offsets, values.concat().into(), None) })
+        };
+        // Exported as `c0`, named `s` in the plan.
+        let of = |column: ArrayRef| {
+            let exported = Schema::new(vec![Field::new("c0", column.data_type().clone(), true)]);
+            RecordBatch::try_new(Arc::new(exported), vec![column]).unwrap()
+        };
+        let plan = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+        let check_strings = |b: &RecordBatch| check_strings(b, &plan);
+        assert!(check_strings(&of(unchecked(vec![b"", "ü€😀".as_bytes(), b"plain"]))).is_ok());
+        let bad = of(unchecked(vec![b"fine", b"ok", &[0xc3], &[0xbc]]));
+        let err = check_strings(&bad).unwrap_err().to_string();
+        assert!(err.contains("string column `s`") && err.contains("(row 2 of the batch)"), "{err}");
+        assert!(check_strings(&bad.slice(0, 2)).is_ok());
+        assert!(check_strings(&bad.slice(1, 3)).is_err());
+        let views = arrow::compute::cast(&unchecked(vec![b"a", "é".as_bytes()]), &DataType::Utf8View).unwrap();
+        assert!(check_strings(&of(views)).is_ok());
+        let views =
+            of(Arc::new(arrow::array::BinaryViewArray::from(vec![&b"long enough to be out of line"[..], &[0xff]])));
+        let views = arrow::compute::cast(views.column(0), &DataType::BinaryView).unwrap();
+        let relabelled = arrow::array::make_array(unsafe {
+            views.to_data().into_builder().data_type(DataType::Utf8View).build_unchecked()
+        });
+        assert!(check_strings(&of(relabelled)).unwrap_err().to_string().contains("(row 1 of the batch)"));
+        // Other types pass untouched.
+        assert!(check_strings(&of(Arc::new(BinaryArray::from(vec![&[0xff_u8][..]])))).is_ok());
     }
 
     /// Spark's strings are bytes: invalid UTF-8 in a string column is an error naming the column and row, never

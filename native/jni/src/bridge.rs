@@ -10,7 +10,7 @@ use arrow::record_batch::RecordBatch;
 use datafusion_common::DataFusionError;
 use ember_engine::error::find_spark_error;
 use ember_engine::execution::NativePlan;
-use ember_engine::operators::input::BatchReader;
+use ember_engine::operators::input::{BatchReader, CheckedStrings};
 use ember_engine::operators::range_source::RangeReader;
 use ember_engine::operators::spilling_hash_join::SharedBuilds;
 use ember_engine::operators::{CachedBatchReader, ShuffleBlockReader};
@@ -249,7 +249,9 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
                 // JVM's struct released, so it is read and released exactly once.
                 let reader = unsafe { ArrowArrayStreamReader::from_raw(addr as *mut FFI_ArrowArrayStream) }
                     .map_err(|e| BridgeError::Engine(e.into()))?;
-                inputs.push(Box::new(reader));
+                let schema = schemas.iter().find(|(idx, _)| *idx == i).map(|(_, s)| s.clone());
+                let schema = schema.ok_or_else(|| BridgeError::Invalid(format!("no input #{i} in the plan")))?;
+                inputs.push(Box::new(CheckedStrings { reader: Box::new(reader), schema }));
                 continue;
             }
             if source.is_null() {

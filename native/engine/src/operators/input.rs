@@ -19,6 +19,32 @@ use datafusion_physical_plan::{
 
 pub type BatchReader = Box<dyn RecordBatchReader + Send>;
 
+/// Batches the JVM exported over the Arrow C stream interface, their strings validated as they arrive
+/// ([`crate::unsafe_row::check_strings`]): Spark's strings are bytes, Arrow's must be UTF-8. `schema` is the
+/// plan's, for the columns' names.
+pub struct CheckedStrings {
+    pub reader: BatchReader,
+    pub schema: SchemaRef,
+}
+
+impl Iterator for CheckedStrings {
+    type Item = std::result::Result<RecordBatch, arrow::error::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.reader.next()?.and_then(|b| {
+            crate::unsafe_row::check_strings(&b, &self.schema)
+                .map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e)))?;
+            Ok(b)
+        }))
+    }
+}
+
+impl RecordBatchReader for CheckedStrings {
+    fn schema(&self) -> SchemaRef {
+        self.reader.schema()
+    }
+}
+
 pub struct InputExec {
     index: usize,
     schema: SchemaRef,

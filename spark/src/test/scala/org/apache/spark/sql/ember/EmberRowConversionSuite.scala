@@ -1,5 +1,6 @@
 package org.apache.spark.sql.ember
 
+import org.apache.spark.SparkException
 import org.apache.spark.sql.Encoders
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
@@ -193,5 +194,52 @@ class EmberRowConversionSuite extends EmberQueryTest {
     val plan = failing.where(col("id") % 2 === 0).queryExecution.executedPlan
     assert(collectWithSubqueries(plan) { case f: EmberFilterExec => f }.nonEmpty, plan)
     assertNoNativeMemoryHeld()
+  }
+
+  test("invalid UTF-8 in strings, by every way into a native plan: a clear error, never another answer") {
+    withTempPath { dir =>
+      val path = dir.getCanonicalPath
+      // Spark's strings are bytes: CAST(binary AS STRING) keeps invalid UTF-8, and Spark writes and reads it.
+      withEmber(enabled = false) {
+        spark
+          .range(0, 600, 1, 3)
+          .selectExpr(
+            "id",
+            """CASE id % 6 WHEN 0 THEN CAST(X'FF41' AS STRING) WHEN 1 THEN CAST(X'C3' AS STRING)
+              |WHEN 2 THEN CAST(X'EDA080' AS STRING) WHEN 3 THEN 'ü€😀' WHEN 4 THEN '' END AS s""".stripMargin,
+            "concat('é', CAST(id % 7 AS STRING), '😀') AS ok"
+          )
+          .write
+          .parquet(path)
+      }
+      val ways = Seq(
+        "the native scan" -> Seq.empty[(String, String)],
+        "Spark's columnar scan (Arrow stream)" -> Seq("spark.ember.exec.parquetScan.enabled" -> "false"),
+        "Spark's rows (UnsafeRows)" -> Seq(
+          "spark.ember.exec.parquetScan.enabled" -> "false",
+          "spark.sql.parquet.enableVectorizedReader" -> "false"
+        ),
+        "Spark's rows (Arrow stream)" -> Seq(
+          "spark.ember.exec.parquetScan.enabled" -> "false",
+          "spark.sql.parquet.enableVectorizedReader" -> "false",
+          "spark.ember.exec.nativeRowToColumnar.enabled" -> "false"
+        )
+      )
+      for ((way, conf) <- ways) withSQLConf(conf: _*) {
+        // Valid multi-byte strings: Spark's rows, aggregated natively.
+        checkSparkAnswerAndNative(
+          spark.read.parquet(path).groupBy("ok").count(),
+          Seq(cls[EmberAggregateExec])
+        )
+        val bad = () => spark.read.parquet(path).groupBy("s").count()
+        assert(withEmber(enabled = false)(bad().collect()).length == 6, way)
+        val failure = withEmber(enabled = true)(intercept[SparkException](bad().collect()))
+        val messages = Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).map(_.getMessage)
+        val expected =
+          if (conf.isEmpty) "FAILED_READ_FILE" else "string column `s` holds bytes that are not valid UTF-8"
+        assert(messages.exists(m => m != null && m.contains(expected)), s"$way: $failure")
+        assertNoNativeMemoryHeld()
+      }
+    }
   }
 }
