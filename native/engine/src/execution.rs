@@ -95,16 +95,16 @@ impl NativePlan {
     ) -> Result<Self> {
         let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
         let config = plan.config.clone().unwrap_or_default();
-        let output_schema = Arc::new(types::to_arrow_schema(
-            plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?,
-        )?);
-
         let mut planner = Planner::new(inputs).with_shared_builds(shared).with_scan_slots(scans);
         let context = crate::planner::expr::PlanContext {
             jdk_feature: config.jdk_feature,
             partition_index: task.partition_index,
+            strings_as_bytes: crate::planner::strings::as_bytes(plan),
         };
-        let root = crate::planner::expr::with_plan_context(context, || planner.create_plan(root_op))?;
+        let (root, output_schema) = crate::planner::expr::with_plan_context(context, || -> Result<_> {
+            let output = plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?;
+            Ok((planner.create_plan(root_op)?, Arc::new(types::to_arrow_schema(output)?)))
+        })?;
         let nodes = planner.into_nodes();
         check_output_types(&root.schema(), &output_schema)?;
 

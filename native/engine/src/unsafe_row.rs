@@ -439,6 +439,56 @@ fn not_utf8<T>(column: &str, row: usize) -> Result<T> {
     )
 }
 
+/// One column as the plan's input schema types it, where only the string representation differs: a `Utf8`
+/// column (valid by construction, or checked when `check_utf8`) into a plan carrying strings as `Binary` is
+/// relabelled without a copy; a `Binary` one (a plan carrying strings as bytes made it) into a plan reading them
+/// as text is validated (failing as Spark's rows with invalid UTF-8 do). Other columns pass as they are.
+pub fn conform_string_column(column: ArrayRef, to: &DataType, name: &str, check_utf8: bool) -> Result<ArrayRef> {
+    Ok(match (column.data_type(), to) {
+        (DataType::Utf8, DataType::Binary) => {
+            Arc::new(BinaryArray::from(column.to_data().into_builder().data_type(DataType::Binary).build()?))
+        }
+        (DataType::Binary, DataType::Utf8) => {
+            let bytes = column.as_binary::<i32>();
+            if let Some(row) = first_invalid_utf8(bytes.value_offsets(), bytes.value_data()) {
+                return not_utf8(name, row);
+            }
+            let (offsets, values, nulls) = bytes.clone().into_parts();
+            // SAFETY: every value is valid UTF-8 (checked above); the parts come from a valid `BinaryArray`.
+            Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+        }
+        (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, _) if check_utf8 => {
+            let batch = RecordBatch::try_new(
+                Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+                    name,
+                    column.data_type().clone(),
+                    true,
+                )])),
+                vec![column.clone()],
+            )?;
+            check_strings(&batch, &batch.schema())?;
+            column
+        }
+        _ => column,
+    })
+}
+
+/// [`conform_string_column`] for every column of `batch`, labelled with `schema` (the plan's input schema).
+pub fn conform_strings(batch: RecordBatch, schema: &SchemaRef, check_utf8: bool) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| conform_string_column(c.clone(), f.data_type(), f.name(), check_utf8))
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    if columns.len() != batch.num_columns() {
+        return exec_err!("a batch of {} columns for an input of {}", batch.num_columns(), schema.fields().len());
+    }
+    Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
+}
+
 /// The string columns of a batch Spark's JVM exported (the Arrow C stream of a columnar child, whose
 /// `UTF8String`s were copied into Arrow vectors as bytes), validated before any operator reads them: the C data
 /// interface import trusts the exporter, and Spark's strings need not be valid UTF-8. Only flat columns cross.

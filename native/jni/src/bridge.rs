@@ -225,7 +225,8 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
         let task = env.convert_byte_array(&task)?;
         let task = ember_engine::proto::TaskSettings::decode(task.as_slice())
             .map_err(|e| BridgeError::Invalid(format!("undecodable task settings: {e}")))?;
-        let schemas = ember_engine::planner::input_schemas(&proto)?;
+        let strings_as_bytes = ember_engine::planner::strings::as_bytes(&proto);
+        let schemas = ember_engine::planner::input_schemas(&proto, strings_as_bytes)?;
         let kinds = input_kinds(&proto);
         let batch_size = ember_engine::defaults::batch_size(proto.config.as_ref().map_or(0, |c| c.batch_size));
         let mut inputs: Vec<BatchReader> = Vec::with_capacity(n);

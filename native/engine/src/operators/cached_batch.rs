@@ -53,7 +53,10 @@ impl<F: FnMut() -> Result<Option<Vec<u8>>>> CachedBatchReader<F> {
                 Some(batch) => batch?.column(0).clone(),
                 None => return Err(ArrowError::IpcError("a cached column without a batch".into())),
             };
-            columns.push(relabel(column, field.data_type())?);
+            let column = relabel(column, field.data_type())?;
+            let column = crate::unsafe_row::conform_string_column(column, field.data_type(), field.name(), false)
+                .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+            columns.push(column);
             at += 8 + size;
         }
         if at != record.len() {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::SchemaRef;
-use arrow::record_batch::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow::record_batch::{RecordBatch, RecordBatchReader};
 use datafusion_common::tree_node::TreeNodeRecursion;
 use datafusion_common::{exec_err, DataFusionError, Result};
 use datafusion_execution::TaskContext;
@@ -21,7 +21,7 @@ pub type BatchReader = Box<dyn RecordBatchReader + Send>;
 
 /// Batches the JVM exported over the Arrow C stream interface, their strings validated as they arrive
 /// ([`crate::unsafe_row::check_strings`]): Spark's strings are bytes, Arrow's must be UTF-8. `schema` is the
-/// plan's, for the columns' names.
+/// plan's input schema: a plan carrying strings as bytes takes them as `Binary`, unvalidated.
 pub struct CheckedStrings {
     pub reader: BatchReader,
     pub schema: SchemaRef,
@@ -32,9 +32,8 @@ impl Iterator for CheckedStrings {
 
     fn next(&mut self) -> Option<Self::Item> {
         Some(self.reader.next()?.and_then(|b| {
-            crate::unsafe_row::check_strings(&b, &self.schema)
-                .map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e)))?;
-            Ok(b)
+            crate::unsafe_row::conform_strings(b, &self.schema, true)
+                .map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e)))
         }))
     }
 }
@@ -129,16 +128,11 @@ impl ExecutionPlan for InputExec {
             timer.done();
             return match next? {
                 Ok(b) if b.num_rows() == 0 => continue,
-                // Re-label with the plan's schema (names, nullability): a type mismatch is an error here
-                // rather than a wrong answer later.
+                // Re-label with the plan's schema (names, nullability, strings as text or bytes): a type
+                // mismatch is an error here rather than a wrong answer later.
                 Ok(b) => {
                     baseline.record_output(b.num_rows());
-                    // With the row count: a batch may have no columns at all (e.g. under `count(*)`).
-                    let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-                    Some(
-                        RecordBatch::try_new_with_options(out_schema.clone(), b.columns().to_vec(), &options)
-                            .map_err(|e| DataFusionError::ArrowError(Box::new(e), None)),
-                    )
+                    Some(crate::unsafe_row::conform_strings(b, &out_schema, false))
                 }
                 Err(e) => Some(Err(DataFusionError::ArrowError(Box::new(e), None))),
             };

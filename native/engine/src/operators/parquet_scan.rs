@@ -659,8 +659,6 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 options = options.with_page_index_policy(PageIndexPolicy::Optional);
             }
             let meta = ArrowReaderMetadata::load(&file, options.clone()).map_err(|e| context(&e))?;
-            // INT96 reads as micros (Spark's precision) instead of arrow-rs's nanos, which overflow outside
-            // 1677..2262.
             let roots_physical: Vec<Option<PhysicalType>> = meta
                 .parquet_schema()
                 .root_schema()
@@ -668,25 +666,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 .iter()
                 .map(|t| t.is_primitive().then(|| t.get_physical_type()))
                 .collect();
-            let meta = if roots_physical.contains(&Some(PhysicalType::INT96)) {
-                let fields: Vec<Field> = meta
-                    .schema()
-                    .fields()
-                    .iter()
-                    .zip(&roots_physical)
-                    .map(|(f, p)| match p {
-                        Some(PhysicalType::INT96) => {
-                            f.as_ref().clone().with_data_type(DataType::Timestamp(TimeUnit::Microsecond, None))
-                        }
-                        _ => f.as_ref().clone(),
-                    })
-                    .collect();
-                let hint = Arc::new(Schema::new_with_metadata(fields, meta.schema().metadata().clone()));
-                ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(hint))
-                    .map_err(|e| context(&e))?
-            } else {
-                meta
-            };
+            let meta = int96_as_micros(meta, &options).map_err(|e| context(&e))?;
             let end = split.start.saturating_add(split.length);
             let row_groups: Vec<usize> = meta
                 .metadata()
@@ -766,6 +746,28 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     }
                 }
             }
+            // Strings requested as bytes (a plan carrying Spark's strings as `Binary`): their columns read as
+            // unannotated BYTE_ARRAY, so the reader neither validates UTF-8 nor fails on Spark's invalid bytes.
+            let as_bytes: Vec<usize> = wanted
+                .iter()
+                .flatten()
+                .filter(|(i, c)| {
+                    matches!(c, Convert::Cast(DataType::Binary))
+                        && file_schema.field(*i).data_type() == &DataType::Utf8
+                        && roots_physical[*i] == Some(PhysicalType::BYTE_ARRAY)
+                })
+                .map(|(i, _)| *i)
+                .collect();
+            let meta = if as_bytes.is_empty() {
+                meta
+            } else {
+                for w in wanted.iter_mut().flatten() {
+                    if as_bytes.contains(&w.0) {
+                        w.1 = Convert::AsIs;
+                    }
+                }
+                strings_as_bytes(&meta, &as_bytes, &options).map_err(|e| context(&e))?
+            };
             let leaves = meta.parquet_schema().columns();
             let wanted: Vec<Option<Wanted>> = wanted
                 .into_iter()
@@ -948,7 +950,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
         columns.retain(|c| seen.insert(*c));
         let target = |c: usize| self.schema.field(c).data_type().clone();
         let cost = |dt: &DataType| match dt {
-            DataType::Utf8 => 2,
+            DataType::Utf8 | DataType::Binary => 2,
             DataType::Decimal128(..) => 1,
             _ => 0,
         };
@@ -966,6 +968,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                     | DataType::Int64
                     | DataType::Date32
                     | DataType::Utf8
+                    | DataType::Binary
                     | DataType::Decimal128(..)
             );
             let converts = match &w.convert {
@@ -1295,8 +1298,13 @@ fn rules_out(f: &ScanFilter, b: &Bounds) -> bool {
                 Some((v.cmp(&min), v.cmp(&max)))
             }
             (Bound::Bytes(min), Bound::Bytes(max)) => {
-                let ScalarValue::Utf8(Some(v)) = v else { return None };
-                Some((v.as_bytes().cmp(min), v.as_bytes().cmp(max)))
+                let v = match v {
+                    ScalarValue::Utf8(Some(v)) => v.as_bytes(),
+                    // A string of a plan carrying strings as bytes.
+                    ScalarValue::Binary(Some(v)) => v.as_slice(),
+                    _ => return None,
+                };
+                Some((v.cmp(min), v.cmp(max)))
             }
             _ => None,
         }
@@ -1522,6 +1530,80 @@ fn midpoint(rg: &RowGroupMetaData) -> i64 {
 
 /// Conversions of a file column to the requested type that change no value: Spark's vectorized reader
 /// accepts them too.
+/// INT96 reads as micros (Spark's precision) instead of arrow-rs's nanos, which overflow outside 1677..2262.
+fn int96_as_micros(
+    meta: ArrowReaderMetadata,
+    options: &ArrowReaderOptions,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let roots = meta.parquet_schema().root_schema().get_fields();
+    let int96 = |t: &parquet::schema::types::TypePtr| t.is_primitive() && t.get_physical_type() == PhysicalType::INT96;
+    if !roots.iter().any(int96) {
+        return Ok(meta);
+    }
+    let fields: Vec<Field> = meta
+        .schema()
+        .fields()
+        .iter()
+        .zip(roots)
+        .map(|(f, t)| match int96(t) {
+            true => f.as_ref().clone().with_data_type(DataType::Timestamp(TimeUnit::Microsecond, None)),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    let hint = Arc::new(Schema::new_with_metadata(fields, meta.schema().metadata().clone()));
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), options.clone().with_schema(hint))
+}
+
+/// The file's metadata with the root columns `roots` (BYTE_ARRAY) stripped of their string annotation: they read
+/// as `Binary`, Spark's bytes as they are, with nothing validated (arrow-rs validates exactly the columns
+/// annotated UTF8). Row groups, statistics and page indexes stay the file's.
+fn strings_as_bytes(
+    meta: &ArrowReaderMetadata,
+    roots: &[usize],
+    options: &ArrowReaderOptions,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    use parquet::file::metadata::{FileMetaData, ParquetMetaDataBuilder};
+    use parquet::schema::types::{SchemaDescriptor, Type};
+    let pq = meta.metadata();
+    let file = pq.file_metadata();
+    let root = file.schema_descr().root_schema();
+    let fields = root
+        .get_fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if !roots.contains(&i) {
+                return Ok(f.clone());
+            }
+            let info = f.get_basic_info();
+            let mut plain = Type::primitive_type_builder(info.name(), f.get_physical_type());
+            if info.has_repetition() {
+                plain = plain.with_repetition(info.repetition());
+            }
+            if info.has_id() {
+                plain = plain.with_id(Some(info.id()));
+            }
+            Ok(Arc::new(plain.build()?))
+        })
+        .collect::<parquet::errors::Result<Vec<_>>>()?;
+    let root = Type::group_type_builder(root.name()).with_fields(fields).build()?;
+    let file = FileMetaData::new(
+        file.version(),
+        file.num_rows(),
+        file.created_by().map(str::to_string),
+        file.key_value_metadata().cloned(),
+        Arc::new(SchemaDescriptor::new(Arc::new(root))),
+        file.column_orders().cloned(),
+    );
+    let rewritten = ParquetMetaDataBuilder::new(file)
+        .set_row_groups(pq.row_groups().to_vec())
+        .set_column_index(pq.column_index().cloned())
+        .set_offset_index(pq.offset_index().cloned())
+        .build();
+    let plain = ArrowReaderMetadata::try_new(Arc::new(rewritten), options.clone())?;
+    int96_as_micros(plain, options)
+}
+
 fn exact_widening(from: &DataType, to: &DataType) -> bool {
     use DataType::*;
     let int_rank = |t: &DataType| match t {

@@ -95,6 +95,7 @@ fn jvm_expr(j: &pb::JvmExpr, schema: &Schema) -> Result<PhysicalExprRef> {
     if j.children.is_empty() {
         return Err(plan_error(format!("{}: a JVM expression must read at least one column", j.name)));
     }
+    super::strings::refuse_text(&j.name, j.result_type.as_ref(), &j.children.iter().collect::<Vec<_>>())?;
     let args = j.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
     let return_type = required_type(&j.result_type)?;
     let kernel = crate::expressions::jvm::JvmKernel::new(j.name.clone(), j.expression.clone(), return_type.clone());
@@ -290,11 +291,15 @@ pub struct PlanContext {
     /// The partition of the block's RDD the task computes (`TaskSettings.partition_index`): Spark's
     /// `partitionIndex`, which its nondeterministic expressions start from.
     pub partition_index: i32,
+    /// Whether Spark's strings travel as Arrow `Binary` in this plan ([`super::strings::as_bytes`]): every
+    /// `UTF8` type and literal of the proto plans as `Binary`, and a function, cast or JVM expression that would
+    /// read or make a string refuses the plan.
+    pub strings_as_bytes: bool,
 }
 
 thread_local! {
     static PLAN_CONTEXT: std::cell::Cell<PlanContext> = const {
-        std::cell::Cell::new(PlanContext { jdk_feature: 0, partition_index: 0 })
+        std::cell::Cell::new(PlanContext { jdk_feature: 0, partition_index: 0, strings_as_bytes: false })
     };
     /// Whether the expression being planned is evaluated on every row of its operator's input, as Spark
     /// evaluates a nondeterministic expression (`rand`, `monotonically_increasing_id`) for its sequence of
@@ -319,6 +324,16 @@ pub(super) fn jdk_feature() -> u32 {
     PLAN_CONTEXT.with(|c| c.get().jdk_feature)
 }
 
+/// Whether the plan being built carries Spark's strings as `Binary`.
+pub(super) fn strings_as_bytes() -> bool {
+    PLAN_CONTEXT.with(|c| c.get().strings_as_bytes)
+}
+
+/// The plan context of the calling thread.
+pub fn plan_context() -> PlanContext {
+    PLAN_CONTEXT.with(|c| c.get())
+}
+
 /// The partition index the task's nondeterministic expressions start from.
 pub(super) fn partition_index() -> i32 {
     PLAN_CONTEXT.with(|c| c.get().partition_index)
@@ -336,6 +351,7 @@ pub(super) fn every_row() -> bool {
 }
 
 fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {
+    super::strings::refuse_text("CAST", c.to.as_ref(), &c.child.as_deref().into_iter().collect::<Vec<_>>())?;
     let mode = eval_mode(c.eval_mode)?;
     let to = required_type(&c.to)?;
     let input = child(&c.child, schema, "CAST")?;

@@ -204,6 +204,7 @@ pub const FUNCTIONS: &[&str] = &[
 ];
 
 pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<PhysicalExprRef> {
+    super::strings::refuse_text(&f.name, f.return_type.as_ref(), &f.args.iter().collect::<Vec<_>>())?;
     let return_type = required_type(&f.return_type)?;
     // Constants (Spark folds them; they reach the engine only when ConstantFolding is excluded).
     match (f.name.as_str(), f.args.is_empty(), &return_type) {

@@ -8,6 +8,7 @@ pub mod prefix_window;
 pub mod shuffle;
 pub mod sort;
 pub mod spilling_hash_join;
+pub mod strings;
 pub mod take_ordered_and_project;
 pub mod types;
 
@@ -26,8 +27,14 @@ use crate::operators::input::BatchReader;
 use crate::operators::spilling_hash_join::{SharedBuild, SharedBuilds};
 use crate::operators::{ExpandExec, InputExec};
 
-/// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it).
-pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
+/// The Arrow schema of each of the plan's inputs, by input index (the rows of a Spark child are decoded into it),
+/// with strings as `Binary` when `strings_as_bytes` ([`strings::as_bytes`]).
+pub fn input_schemas(plan: &pb::Plan, strings_as_bytes: bool) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
+    let context = expr::PlanContext { strings_as_bytes, ..expr::plan_context() };
+    expr::with_plan_context(context, || input_schemas_in_context(plan))
+}
+
+fn input_schemas_in_context(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::SchemaRef)>> {
     let mut out = vec![];
     collect_input_schemas(plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?, &mut out)?;
     Ok(out)
@@ -40,6 +47,19 @@ pub fn input_schemas(plan: &pb::Plan) -> Result<Vec<(usize, arrow::datatypes::Sc
 /// `config` is the session's `ExecConfig` the plan will carry (its `jdk_feature` decides the casts that follow
 /// `Double.toString`).
 pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
+    let context = expr::PlanContext { jdk_feature: config.jdk_feature, partition_index: 0, strings_as_bytes: false };
+    let text = expr::with_plan_context(context, || dry_run(op).map(|_| ()));
+    // What only a plan carrying strings as bytes runs (a literal of Spark's bytes that are not UTF-8).
+    let bytes = || expr::with_plan_context(expr::PlanContext { strings_as_bytes: true, ..context }, || dry_run(op));
+    match text {
+        Err(_) if strings::reads_strings(op) && bytes().is_ok() => Ok(()),
+        other => other,
+    }
+}
+
+/// Plans `op` over empty inputs of the schemas its `Input` leaves declare, in the calling thread's plan context:
+/// its output schema, or why the engine does not run it.
+fn dry_run(op: &pb::Operator) -> Result<arrow::datatypes::SchemaRef> {
     let mut schemas = vec![];
     collect_input_schemas(op, &mut schemas)?;
     let count = schemas.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
@@ -49,8 +69,7 @@ pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
         let schema = schema.ok_or_else(|| plan_error(format!("no input #{i} in the operator")))?;
         inputs.push(Box::new(arrow::record_batch::RecordBatchIterator::new(std::iter::empty(), schema)));
     }
-    let context = expr::PlanContext { jdk_feature: config.jdk_feature, partition_index: 0 };
-    expr::with_plan_context(context, || Planner::new(inputs).create_plan(op).map(|_| ()))
+    Ok(Planner::new(inputs).create_plan(op)?.schema())
 }
 
 fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {

@@ -14,6 +14,24 @@ use crate::operators::parquet_scan::{
     DatetimeRebase, FilterOp, ParquetScanReader, ParquetSplit, PrunedCallback, RebaseMode, ScanFilter, ZoneRebase,
 };
 
+/// `v` as a value of a column of type `to`: a string as bytes or bytes as a string (None when they are not valid
+/// UTF-8), anything else as it is.
+fn fit(
+    v: datafusion_common::ScalarValue,
+    to: Option<&arrow::datatypes::DataType>,
+) -> Option<datafusion_common::ScalarValue> {
+    use arrow::datatypes::DataType;
+    use datafusion_common::ScalarValue;
+    match (v, to) {
+        (ScalarValue::Utf8(s), Some(DataType::Binary)) => Some(ScalarValue::Binary(s.map(String::into_bytes))),
+        (ScalarValue::Binary(b), Some(DataType::Utf8)) => match b {
+            None => Some(ScalarValue::Utf8(None)),
+            Some(b) => String::from_utf8(b).ok().map(|s| ScalarValue::Utf8(Some(s))),
+        },
+        (v, _) => Some(v),
+    }
+}
+
 /// The reader of `task` into `schema` (the plan's `Input` leaf), in batches of `batch_size` rows; `alive` is
 /// asked between batches whether the task goes on, `on_pruned` told what the filters skipped.
 pub fn parquet_scan_reader<F>(
@@ -26,6 +44,8 @@ pub fn parquet_scan_reader<F>(
 where
     F: FnMut() -> Result<()>,
 {
+    let type_of = |column: usize| schema.fields().get(column).map(|f| f.data_type().clone());
+    let data_columns = task.columns.len();
     let splits = task
         .splits
         .into_iter()
@@ -33,7 +53,12 @@ where
             let partition_values = s
                 .partition_values
                 .iter()
-                .map(to_scalar)
+                .enumerate()
+                .map(|(i, v)| {
+                    let v = to_scalar(v)?;
+                    fit(v, type_of(data_columns + i).as_ref())
+                        .ok_or_else(|| plan_error("a partition value that does not fit its column"))
+                })
                 .collect::<Result<Vec<_>>>()
                 .map_err(|e| plan_error(format!("Parquet split partition value: {e}")))?;
             Ok(ParquetSplit {
@@ -90,6 +115,16 @@ where
             filters.push(f);
         }
     }
+    // Literals as the scan's columns type them (strings as bytes, or the other way for a dynamic filter made by a
+    // plan that carried them as bytes). A filter only saves reading: one whose values do not fit is dropped.
+    let filters = filters
+        .into_iter()
+        .filter_map(|mut f| {
+            let to = type_of(f.column);
+            f.values = f.values.into_iter().map(|v| fit(v, to.as_ref())).collect::<Option<Vec<_>>>()?;
+            Some(f)
+        })
+        .collect();
     let reader = ParquetScanReader::new(schema, task.columns, task.case_sensitive, rebase, splits, batch_size, alive)
         .map_err(|e| plan_error(e.to_string()))?;
     Ok(reader

@@ -25,6 +25,8 @@ pub fn to_arrow_type(t: &pb::DataType) -> Result<DataType> {
             }
             DataType::Decimal128(t.precision as u8, t.scale as i8)
         }
+        // Spark's strings are bytes: as `Binary` in a plan that only moves, compares and hashes them.
+        TypeId::Utf8 if super::expr::strings_as_bytes() => DataType::Binary,
         TypeId::Utf8 => DataType::Utf8,
         TypeId::Binary => DataType::Binary,
         TypeId::Date => DataType::Date32,
@@ -102,10 +104,20 @@ pub fn to_scalar(lit: &pb::Literal) -> Result<ScalarValue> {
         },
         DataType::Utf8 => match v {
             Value::StringValue(s) => ScalarValue::Utf8(Some(s.clone())),
+            // Spark's bytes that are not UTF-8 (proto strings must be): only as bytes, in a plan carrying strings
+            // as bytes.
+            Value::BytesValue(_) => {
+                return Err(plan_error(
+                    "a string literal that is not valid UTF-8 needs a plan carrying strings as bytes",
+                ))
+            }
             _ => return Err(plan_error("string literal needs string_value")),
         },
         DataType::Binary => match v {
             Value::BytesValue(b) => ScalarValue::Binary(Some(b.clone())),
+            Value::StringValue(s) if lit.r#type.as_ref().is_some_and(|t| t.id == pb::TypeId::Utf8 as i32) => {
+                ScalarValue::Binary(Some(s.as_bytes().to_vec()))
+            }
             _ => return Err(plan_error("binary literal needs bytes_value")),
         },
         DataType::Null => ScalarValue::Null,

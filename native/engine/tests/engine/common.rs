@@ -225,3 +225,19 @@ pub const ALL_JOIN_TYPES: [datafusion_common::JoinType; 10] = {
     use datafusion_common::JoinType::*;
     [Inner, Left, Right, Full, LeftSemi, LeftAnti, RightSemi, RightAnti, LeftMark, RightMark]
 };
+
+/// `b` with its `Binary` columns as `Utf8` (validated): what a plan over inputs whose only byte columns are Spark
+/// strings returns when it carries them as bytes (`planner/strings.rs`), for comparison with text.
+pub fn strings_as_text(b: RecordBatch) -> RecordBatch {
+    let fields: Vec<arrow::datatypes::FieldRef> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Binary => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8)),
+            _ => f.clone(),
+        })
+        .collect();
+    let schema = Arc::new(arrow::datatypes::Schema::new_with_metadata(fields, b.schema().metadata().clone()));
+    ember_engine::unsafe_row::conform_strings(b, &schema, false).unwrap()
+}

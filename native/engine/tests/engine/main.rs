@@ -18,3 +18,4 @@ mod shuffle;
 mod sort;
 mod spark_types;
 mod spilling_hash_join;
+mod strings;

@@ -47,7 +47,7 @@ fn replay(name: &str) -> Vec<RecordBatch> {
         split.path = data.clone();
         split.display_path = data.clone();
     }
-    let schemas = input_schemas(&plan).unwrap();
+    let schemas = input_schemas(&plan, ember_engine::planner::strings::as_bytes(&plan)).unwrap();
     assert_eq!(schemas.len(), 1, "{name}: one input");
     let batch_size = ember_engine::defaults::batch_size(plan.config.as_ref().map_or(0, |c| c.batch_size));
     let reader = parquet_scan_reader(task, schemas[0].1.clone(), batch_size, || Ok(()), Box::new(|_| Ok(()))).unwrap();

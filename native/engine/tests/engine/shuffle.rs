@@ -202,7 +202,8 @@ fn decode(out: &[RecordBatch]) -> Vec<(u32, RecordBatch)> {
             assert_eq!(batches.len(), 1, "one record batch per block");
             assert!(batches[0].num_rows() > 0, "no empty blocks");
             assert_eq!(batches[0].schema(), schema);
-            blocks.push((partitions.value(i) as u32, batches.into_iter().next().unwrap()));
+            // The writers here only move strings, so they carry them as bytes; the inputs hold no binary column.
+            blocks.push((partitions.value(i) as u32, strings_as_text(batches.into_iter().next().unwrap())));
         }
     }
     blocks
@@ -713,7 +714,14 @@ fn a_build_side_writer_reports_its_keys_per_partition() {
         let f: DynamicFilter = decode_dynamic_filter(&proto).unwrap();
         assert_eq!(f.num_partitions(), n as usize);
         let all = concat_batches(&s, &inputs).unwrap();
-        let cols: Vec<ArrayRef> = keys.iter().map(|&k| all.column(k).clone()).collect();
+        // The writer carried its string keys as bytes, and so does its summary.
+        let cols: Vec<ArrayRef> = keys
+            .iter()
+            .zip(f.key_types())
+            .map(|(&k, t)| {
+                ember_engine::unsafe_row::conform_string_column(all.column(k).clone(), t, "key", false).unwrap()
+            })
+            .collect();
         for row in 0..all.num_rows() {
             let key: Vec<ArrayRef> = cols.iter().map(|c| c.slice(row, 1)).collect();
             let null = key.iter().any(|k| k.is_null(0));

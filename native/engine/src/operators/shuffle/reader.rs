@@ -42,8 +42,10 @@ impl<F: FnMut() -> Result<Option<Vec<u8>>>> ShuffleBlockReader<F> {
             for batch in StreamReader::try_new(Cursor::new(block), None)? {
                 let batch = batch?;
                 if batch.num_rows() > 0 {
-                    // The plan's input schema (names, nullability) over the block's columns.
-                    let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?;
+                    // The plan's input schema (names, nullability, strings as text or bytes) over the block's
+                    // columns.
+                    let batch = crate::unsafe_row::conform_strings(batch, &self.schema, false)
+                        .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
                     self.coalescer.push_batch(batch)?;
                 }
             }

@@ -8,6 +8,7 @@ import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.{ColumnarToRowExec, SparkPlan}
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types.StringType
 import org.apache.spark.unsafe.Platform
 
 /**
@@ -196,7 +197,26 @@ class EmberRowConversionSuite extends EmberQueryTest {
     assertNoNativeMemoryHeld()
   }
 
-  test("invalid UTF-8 in strings, by every way into a native plan: a clear error, never another answer") {
+  /** The rows' values, strings as their bytes in hex (a Java String would replace invalid UTF-8), sorted. */
+  private def exactBytes(df: DataFrame): Seq[String] = {
+    val types = df.schema.map(_.dataType)
+    df.queryExecution.toRdd
+      .map { r =>
+        types.indices
+          .map { i =>
+            if (r.isNullAt(i)) "null"
+            else if (types(i).isInstanceOf[StringType])
+              r.getUTF8String(i).getBytes.map("%02x".format(_)).mkString
+            else r.get(i, types(i)).toString
+          }
+          .mkString("|")
+      }
+      .collect()
+      .toSeq
+      .sorted
+  }
+
+  test("invalid UTF-8 in strings, by every way into a native plan: Spark's bytes, or a clear error") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
       // Spark's strings are bytes: CAST(binary AS STRING) keeps invalid UTF-8, and Spark writes and reads it.
@@ -225,15 +245,40 @@ class EmberRowConversionSuite extends EmberQueryTest {
           "spark.ember.exec.nativeRowToColumnar.enabled" -> "false"
         )
       )
+      def t = spark.read.parquet(path)
+      // Plans that only move, compare, group, join and sort strings carry them as bytes: Spark's answers.
+      val bytewise: Seq[(() => DataFrame, Class[_ <: EmberExec])] = Seq(
+        (() => t.groupBy("s").count(), cls[EmberAggregateExec]),
+        (() => t.select("s").distinct(), cls[EmberAggregateExec]),
+        (() => t.groupBy("id").agg(max("s"), min("s")), cls[EmberAggregateExec]),
+        (
+          () =>
+            t.as("a").join(t.as("b"), col("a.s") === col("b.s")).select(col("a.id"), col("b.id"), col("a.s")),
+          cls[EmberSpillingHashJoinExec]
+        ),
+        (
+          () => t.where("s = CAST(X'C3' AS STRING) OR s > CAST(X'EDA0' AS STRING)").select("id", "s"),
+          cls[EmberFilterExec]
+        ),
+        (() => t.orderBy(col("s"), col("id")), cls[EmberSortExec]),
+        (() => t.repartition(4, col("s")).groupBy("s").agg(count("*"), sum("id")), cls[EmberAggregateExec])
+      )
       for ((way, conf) <- ways) withSQLConf(conf: _*) {
-        // Valid multi-byte strings: Spark's rows, aggregated natively.
+        // Valid multi-byte strings, read as text: Spark's rows.
         checkSparkAnswerAndNative(
-          spark.read.parquet(path).groupBy("ok").count(),
+          t.selectExpr("upper(ok) AS u").groupBy("u").count(),
           Seq(cls[EmberAggregateExec])
         )
-        val bad = () => spark.read.parquet(path).groupBy("s").count()
-        assert(withEmber(enabled = false)(bad().collect()).length == 6, way)
-        val failure = withEmber(enabled = true)(intercept[SparkException](bad().collect()))
+        for ((query, native) <- bytewise) {
+          checkSparkAnswerAndNative(query(), Seq(native))
+          val spark = withEmber(enabled = false)(exactBytes(query()))
+          assert(spark.exists(_.contains("ff41")), s"$way: Spark reads the bytes")
+          assert(withEmber(enabled = true)(exactBytes(query())) == spark, s"$way: ${query().queryExecution}")
+        }
+        // A plan that reads text keeps strings as UTF-8: invalid bytes fail clearly where they enter.
+        val text = () => t.selectExpr("upper(s) AS u").groupBy("u").count()
+        assert(withEmber(enabled = false)(text().collect()).length == 6, way)
+        val failure = withEmber(enabled = true)(intercept[SparkException](text().collect()))
         val messages = Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).map(_.getMessage)
         val expected =
           if (conf.isEmpty) "FAILED_READ_FILE" else "string column `s` holds bytes that are not valid UTF-8"

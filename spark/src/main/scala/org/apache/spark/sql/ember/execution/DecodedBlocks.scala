@@ -5,21 +5,24 @@ import java.io.ByteArrayInputStream
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.BufferAllocator
-import org.apache.arrow.vector.FieldVector
+
 import org.apache.arrow.vector.ipc.ArrowStreamReader
 import org.apache.spark.TaskContext
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.util.ArrowUtils
-import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.unsafe.Platform
 
 /**
  * Decodes one task's shuffle blocks (Arrow IPC streams) into batches, one per IPC record batch. A batch stays
  * valid until the next is asked for; everything left is freed at the end of the task.
  */
-class DecodedBlocks(rows: Iterator[InternalRow]) extends Iterator[ColumnarBatch] with Logging {
+class DecodedBlocks(rows: Iterator[InternalRow], types: Seq[DataType])
+    extends Iterator[ColumnarBatch]
+    with Logging {
   private val context = TaskContext.get()
   private val allocator: BufferAllocator =
     ArrowUtils.rootAllocator.newChildAllocator(
@@ -44,9 +47,9 @@ class DecodedBlocks(rows: Iterator[InternalRow]) extends Iterator[ColumnarBatch]
           val vectors = root.getFieldVectors.asScala.map { v =>
             val transfer = v.getTransferPair(allocator)
             transfer.transfer()
-            new ArrowColumnVector(transfer.getTo.asInstanceOf[FieldVector]): ColumnVector
+            transfer.getTo
           }
-          pending = new ColumnarBatch(vectors.toArray, root.getRowCount)
+          pending = new ColumnarBatch(EmberColumnVectors.of(vectors.toSeq, types), root.getRowCount)
           return true
         }
       } else {

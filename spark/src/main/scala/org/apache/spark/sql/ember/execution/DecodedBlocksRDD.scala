@@ -3,6 +3,7 @@ package org.apache.spark.sql.ember.execution
 import org.apache.spark.{Partition, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.DataType
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /**
@@ -11,10 +12,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  * hand it on) and reads `blockRows` instead: the blocks then go to the native side undecoded
  * ([[ShuffleBlockSource]]), which decodes them and glues small ones into full batches.
  */
-class DecodedBlocksRDD(val blockRows: RDD[InternalRow]) extends RDD[ColumnarBatch](blockRows) {
+class DecodedBlocksRDD(val blockRows: RDD[InternalRow], types: Seq[DataType])
+    extends RDD[ColumnarBatch](blockRows) {
   override protected def getPartitions: Array[Partition] = blockRows.partitions
   override protected def getPreferredLocations(split: Partition): Seq[String] =
     blockRows.preferredLocations(split)
   override def compute(split: Partition, context: TaskContext): Iterator[ColumnarBatch] =
-    new DecodedBlocks(blockRows.iterator(split, context))
+    new DecodedBlocks(blockRows.iterator(split, context), types)
 }

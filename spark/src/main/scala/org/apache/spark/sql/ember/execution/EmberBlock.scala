@@ -131,6 +131,7 @@ object EmberBlock {
     val nativeRowInput = EmberConf.NATIVE_ROW_TO_COLUMNAR.get()
     val tz = SQLConf.get.sessionLocalTimeZone
     val inputSchemas = built.inputs.map(_.child.schema)
+    val outputTypes = top.output.map(_.dataType)
     val queryContexts = QueryContexts.of(built.nodes)
     val nativeRange = EmberConf.EXEC_RANGE.get()
     // Each input's RDD (or, for a broadcast, the broadcast) and how it reaches the native side (the Input
@@ -199,7 +200,8 @@ object EmberBlock {
           metrics,
           nativeRowInput,
           queryContexts,
-          partitionIndex
+          partitionIndex,
+          outputTypes
         )
       )
     // The partition index Spark's whole-stage code would start nondeterministic expressions from: the input

@@ -250,8 +250,7 @@ object EmberBroadcastExchangeExec {
         try {
           while (reader.loadNextBatch()) {
             val root = reader.getVectorSchemaRoot
-            val columns: Array[ColumnVector] =
-              root.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
+            val columns = EmberColumnVectors.of(root.getFieldVectors.asScala.toSeq, output.map(_.dataType))
             val batch = new ColumnarBatch(columns, root.getRowCount)
             batch.rowIterator().asScala.foreach(r => rows += toUnsafe(r).copy())
           }

@@ -168,7 +168,10 @@ case class EmberShuffleExchangeExec(
   override def numPartitions: Int = shuffleDependency.partitioner.numPartitions
 
   override def getShuffleRDD(partitionSpecs: Array[ShufflePartitionSpec]): RDD[ColumnarBatch] =
-    ShuffleBlocks.decode(new ShuffledRowRDD(shuffleDependency, readMetrics, partitionSpecs))
+    ShuffleBlocks.decode(
+      new ShuffledRowRDD(shuffleDependency, readMetrics, partitionSpecs),
+      output.map(_.dataType)
+    )
 
   /** Spark counts blocks as shuffle records; AQE needs rows (an empty side is one with 0 rows). */
   override def runtimeStatistics: Statistics =

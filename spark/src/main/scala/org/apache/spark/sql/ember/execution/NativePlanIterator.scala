@@ -9,9 +9,9 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.ember.EmberErrors
 import org.apache.spark.sql.ember.memory.NativeMemoryConsumer
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.sql.util.ArrowUtils
-import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
+import org.apache.spark.sql.vectorized.{ColumnarBatch, ColumnVector}
 import org.ember.jni.{EmberNativeException, EmberSparkError, NativeLib}
 import org.ember.proto
 
@@ -32,7 +32,8 @@ class NativePlanIterator(
     metrics: Seq[Map[String, SQLMetric]],
     nativeRowInput: Boolean,
     queryContexts: Map[Int, QueryContext],
-    partitionIndex: Int
+    partitionIndex: Int,
+    outputTypes: Seq[DataType]
 ) extends Iterator[ColumnarBatch]
     with AutoCloseable
     with Logging {
@@ -142,7 +143,7 @@ class NativePlanIterator(
       try {
         current = Data.importVectorSchemaRoot(allocator, array, schema, null)
         val columns: Array[ColumnVector] =
-          current.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
+          EmberColumnVectors.of(current.getFieldVectors.asScala.toSeq, outputTypes)
         pending = new ColumnarBatch(columns, rows.toInt)
         true
       } finally {

@@ -4,6 +4,7 @@ import org.apache.arrow.vector.VarBinaryVector
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.types.DataType
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch}
 import org.apache.spark.unsafe.Platform
 
@@ -62,5 +63,6 @@ object ShuffleBlocks {
   def blockSize(row: UnsafeRow): Int = row.getLong(0).toInt
 
   /** The reduce side: block rows → Arrow-backed batches (see [[DecodedBlocksRDD]]). */
-  def decode(blockRows: RDD[InternalRow]): RDD[ColumnarBatch] = new DecodedBlocksRDD(blockRows)
+  def decode(blockRows: RDD[InternalRow], types: Seq[DataType]): RDD[ColumnarBatch] =
+    new DecodedBlocksRDD(blockRows, types)
 }

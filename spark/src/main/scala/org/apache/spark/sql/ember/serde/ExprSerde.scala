@@ -506,7 +506,10 @@ object ExprSerde {
         case (d: DecimalType, v: Decimal) =>
           val unscaled: BigInteger = v.toJavaBigDecimal.setScale(d.scale).unscaledValue()
           Right(b.setDecimalValue(com.google.protobuf.ByteString.copyFrom(unscaled.toByteArray)).build())
-        case (_: StringType, v: UTF8String) => Right(b.setStringValue(v.toString).build())
+        case (_: StringType, v: UTF8String) if v.isValid => Right(b.setStringValue(v.toString).build())
+        // Spark's strings are bytes: one that is not UTF-8 goes as its bytes (a Java String would replace them).
+        case (_: StringType, v: UTF8String) =>
+          Right(b.setBytesValue(com.google.protobuf.ByteString.copyFrom(v.getBytes)).build())
         case (BinaryType, v: Array[Byte]) =>
           Right(b.setBytesValue(com.google.protobuf.ByteString.copyFrom(v)).build())
         case (ArrayType(element, _), v: ArrayData) =>

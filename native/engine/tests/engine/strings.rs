@@ -1,0 +1,126 @@
+//! Spark's strings as bytes (`planner/strings.rs`): a plan that only moves, compares and sorts its strings
+//! carries them as `Binary`, so invalid UTF-8 gets Spark's answers; one that reads text keeps `Utf8` and fails on
+//! it, naming the column.
+use std::sync::Arc;
+
+use crate::common::*;
+use arrow::array::{Array, AsArray, BinaryArray, Int64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use ember_engine::execution::NativePlan;
+use ember_engine::memory::FixedBroker;
+use ember_engine::planner::strings::as_bytes;
+use ember_engine::proto as pb;
+
+/// The schema Spark declares (a string `s`), and the rows as the JVM hands them over: bytes, some not UTF-8.
+fn spark_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("s", DataType::Utf8, true)]))
+}
+
+fn rows() -> RecordBatch {
+    let s: Vec<Option<&[u8]>> =
+        vec![Some(&[0xff, 0x41]), Some(&[0xc3]), Some("ü".as_bytes()), None, Some(b"ab"), Some(&[0xed, 0xa0, 0x80])];
+    let bytes = Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("s", DataType::Binary, true)]);
+    let k = Int64Array::from((0..s.len() as i64).collect::<Vec<_>>());
+    RecordBatch::try_new(Arc::new(bytes), vec![Arc::new(k), Arc::new(BinaryArray::from(s))]).unwrap()
+}
+
+fn string_lit(v: &str) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Literal(pb::Literal {
+            r#type: Some(pb_type(&DataType::Utf8)),
+            is_null: false,
+            value: Some(pb::literal::Value::StringValue(v.into())),
+        })),
+    }
+}
+
+fn function(name: &str, args: Vec<pb::Expr>, return_type: &DataType) -> pb::Expr {
+    pb::Expr {
+        kind: Some(pb::expr::Kind::ScalarFunction(pb::ScalarFunction {
+            name: name.into(),
+            args,
+            return_type: Some(pb_type(return_type)),
+            ..Default::default()
+        })),
+    }
+}
+
+/// `SELECT k, <expr> AS s FROM input WHERE s <> 'ab' ORDER BY s` (NULLs first).
+fn plan_of(expr: pb::Expr, out_type: &DataType) -> pb::Plan {
+    let s = spark_schema();
+    let filter = op(
+        3,
+        pb::operator::Kind::Filter(pb::Filter {
+            predicate: Some(cmp(pb::CmpOp::NotEq, col(1, &DataType::Utf8), string_lit("ab"))),
+        }),
+        vec![input(0, &s)],
+    );
+    let order = vec![pb::SortOrder { child: Some(col(1, &DataType::Utf8)), ascending: true, nulls_first: true }];
+    let sort = op(2, pb::operator::Kind::Sort(pb::Sort { order, fetch: 0, radix: true }), vec![filter]);
+    let out: SchemaRef =
+        Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("s", out_type.clone(), true)]));
+    let project = op(
+        1,
+        pb::operator::Kind::Projection(pb::Projection {
+            exprs: vec![col(0, &DataType::Int64), expr],
+            names: vec!["k".into(), "s".into()],
+        }),
+        vec![sort],
+    );
+    plan(project, &out)
+}
+
+fn run(plan: &pb::Plan) -> datafusion_common::Result<Vec<RecordBatch>> {
+    let broker = Arc::new(FixedBroker::new(usize::MAX));
+    let mut p = NativePlan::from_proto(plan, vec![reader(vec![rows()], rows().schema())], broker)?;
+    let mut out = vec![];
+    while let Some(b) = p.next_batch()? {
+        out.push(b);
+    }
+    Ok(out)
+}
+
+#[test]
+fn a_plan_that_only_moves_strings_carries_their_bytes() {
+    let moves = plan_of(col(1, &DataType::Utf8), &DataType::Utf8);
+    assert!(as_bytes(&moves));
+    let out = run(&moves).unwrap();
+    let got: Vec<(i64, Option<Vec<u8>>)> = out
+        .iter()
+        .flat_map(|b| {
+            let k = b.column(0).as_primitive::<arrow::datatypes::Int64Type>().clone();
+            let s = b.column(1).as_binary::<i32>().clone();
+            (0..b.num_rows()).map(move |i| (k.value(i), s.is_valid(i).then(|| s.value(i).to_vec())))
+        })
+        .collect();
+    // Spark's order: unsigned bytes (a prefix first); NULL fails `<> 'ab'`, and so does "ab".
+    let want: Vec<(i64, Option<Vec<u8>>)> = vec![
+        (1, Some(vec![0xc3])),
+        (2, Some("ü".as_bytes().to_vec())),
+        (5, Some(vec![0xed, 0xa0, 0x80])),
+        (0, Some(vec![0xff, 0x41])),
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_plan_that_reads_text_keeps_utf8_and_fails_on_invalid_bytes() {
+    let upper = plan_of(function("upper", vec![col(1, &DataType::Utf8)], &DataType::Utf8), &DataType::Utf8);
+    let length = plan_of(function("length", vec![col(1, &DataType::Utf8)], &DataType::Int32), &DataType::Int32);
+    let cast = pb::Expr {
+        kind: Some(pb::expr::Kind::Cast(Box::new(pb::Cast {
+            child: Some(Box::new(col(0, &DataType::Int64))),
+            to: Some(pb_type(&DataType::Utf8)),
+            ..Default::default()
+        }))),
+    };
+    let made = plan_of(cast, &DataType::Utf8);
+    for p in [&upper, &length, &made] {
+        assert!(!as_bytes(p), "a plan reading or making text keeps strings as UTF-8");
+        let err = run(p).unwrap_err().to_string();
+        assert!(err.contains("string column `s`") && err.contains("not valid UTF-8"), "{err}");
+    }
+    // No string in the inputs: nothing to carry.
+    let ints = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+    assert!(!as_bytes(&plan(input(0, &ints), &ints)));
+}
