@@ -30,10 +30,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUERY_DIR = os.path.join(ROOT, "dev", "bench", "tpch")
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
-ENGINES = ["vanilla", "comet", "ember", "vanilla-bf", "comet-df", "ember-df"]
+ENGINES = ["vanilla", "comet", "ember", "vanilla-bf", "comet-df", "ember-df", "ember-text"]
 # Variants: an engine with its dynamic (runtime) join filters switched on (keys as each engine defines them;
-# vanilla Spark's runtime bloom filter is on by default).
+# vanilla Spark's runtime bloom filter is on by default); Ember reading every string as UTF-8 (on demand only).
 VARIANT_CONFS = {
+    # Ember with every string as UTF-8 (no plan carrying strings as bytes): the A/B of that choice.
+    "ember-text": ["spark.ember.strings.asBytes.enabled=false"],
     # Spark's runtime bloom filter is injected only above a 10 GB application side by default.
     "vanilla-bf": ["spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold=1MB"],
     "comet-df": ["spark.comet.exec.join.dynamicFilter.enabled=true"],
@@ -458,7 +460,7 @@ def report(args, engines, sessions):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--engine", choices=ENGINES, help="run one engine's session (under spark-submit)")
-    p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--engines", default=",".join(e for e in ENGINES if e != "ember-text"))
     p.add_argument("--sf", default=os.environ.get("TPCH_SF", "1"))
     p.add_argument("--data", help="directory of <table>.parquet files (default dev/work/tpch/sf<SF>)")
     p.add_argument("--queries", default=",".join(str(i) for i in range(1, 23)))

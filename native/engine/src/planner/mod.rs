@@ -52,7 +52,7 @@ pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
     // What only a plan carrying strings as bytes runs (a literal of Spark's bytes that are not UTF-8).
     let bytes = || expr::with_plan_context(expr::PlanContext { strings_as_bytes: true, ..context }, || dry_run(op));
     match text {
-        Err(_) if strings::reads_strings(op) && bytes().is_ok() => Ok(()),
+        Err(_) if config.strings_as_bytes.unwrap_or(true) && strings::reads_strings(op) && bytes().is_ok() => Ok(()),
         other => other,
     }
 }

@@ -20,10 +20,10 @@ use crate::error::plan_error;
 /// them as bytes. The same answer for every task of the plan (it depends on the plan alone).
 pub fn as_bytes(plan: &pb::Plan) -> bool {
     let Some(root) = plan.root.as_ref() else { return false };
-    if !reads_strings(root) {
+    let config = plan.config.clone().unwrap_or_default();
+    if !config.strings_as_bytes.unwrap_or(true) || !reads_strings(root) {
         return false;
     }
-    let config = plan.config.clone().unwrap_or_default();
     let context = PlanContext { jdk_feature: config.jdk_feature, partition_index: 0, strings_as_bytes: true };
     with_plan_context(context, || -> Result<bool> {
         let root = super::dry_run(root)?;

@@ -84,6 +84,11 @@ fn run(plan: &pb::Plan) -> datafusion_common::Result<Vec<RecordBatch>> {
 fn a_plan_that_only_moves_strings_carries_their_bytes() {
     let moves = plan_of(col(1, &DataType::Utf8), &DataType::Utf8);
     assert!(as_bytes(&moves));
+    // spark.ember.strings.asBytes.enabled=false: UTF-8, and the invalid bytes fail where they enter.
+    let mut off = moves.clone();
+    off.config.as_mut().unwrap().strings_as_bytes = Some(false);
+    assert!(!as_bytes(&off));
+    assert!(run(&off).unwrap_err().to_string().contains("string column `s` holds bytes that are not valid UTF-8"));
     let out = run(&moves).unwrap();
     let got: Vec<(i64, Option<Vec<u8>>)> = out
         .iter()

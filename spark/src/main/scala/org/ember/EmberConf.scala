@@ -337,6 +337,15 @@ object EmberConf {
       "to disk in hash buckets when Spark's off-heap pool refuses memory, instead of failing the task."
   )
 
+  val STRINGS_AS_BYTES: Entry[Boolean] = bool(
+    "spark.ember.strings.asBytes.enabled",
+    default = true,
+    "Carry Spark's strings as Arrow binary in a native plan that only moves, compares, hashes, groups, joins " +
+      "and sorts them, so that strings holding bytes that are not valid UTF-8 (which Spark allows, e.g. from " +
+      "`CAST(binary AS STRING)`) get Spark's answers. Off: every native plan takes strings as UTF-8 and a task " +
+      "meeting invalid bytes fails, naming the column."
+  )
+
   val EXEC_RANGE: Entry[Boolean] = bool(
     "spark.ember.exec.range.enabled",
     default = true,

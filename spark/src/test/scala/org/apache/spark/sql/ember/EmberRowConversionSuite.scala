@@ -285,6 +285,13 @@ class EmberRowConversionSuite extends EmberQueryTest {
         assert(messages.exists(m => m != null && m.contains(expected)), s"$way: $failure")
         assertNoNativeMemoryHeld()
       }
+      // Switched off, even a plan that only moves strings takes them as UTF-8.
+      withSQLConf("spark.ember.strings.asBytes.enabled" -> "false") {
+        val failure = withEmber(enabled = true)(intercept[SparkException](t.groupBy("s").count().collect()))
+        assert(Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).exists { e =>
+          e.getMessage != null && e.getMessage.contains("FAILED_READ_FILE")
+        })
+      }
     }
   }
 }

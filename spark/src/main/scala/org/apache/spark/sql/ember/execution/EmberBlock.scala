@@ -99,6 +99,7 @@ object EmberBlock {
     .setJdkFeature(Runtime.version().feature())
     .setMemoryHeadroomBytes(math.max(0L, EmberConf.MEMORY_HEADROOM.get(conf)))
     .setMemoryFloatBytes(math.max(0L, EmberConf.MEMORY_FLOAT.get(conf)))
+    .setStringsAsBytes(EmberConf.STRINGS_AS_BYTES.get(conf))
     .build()
 
   /** `plan` with `kinds(i)` as the kind of its Input leaf `i`. */
