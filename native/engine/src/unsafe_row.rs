@@ -458,15 +458,9 @@ pub fn conform_string_column(column: ArrayRef, to: &DataType, name: &str, check_
             Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
         }
         (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, _) if check_utf8 => {
-            let batch = RecordBatch::try_new(
-                Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
-                    name,
-                    column.data_type().clone(),
-                    true,
-                )])),
-                vec![column.clone()],
-            )?;
-            check_strings(&batch, &batch.schema())?;
+            if let Some(row) = first_invalid_string(&column)? {
+                return not_utf8(name, row);
+            }
             column
         }
         _ => column,
@@ -496,28 +490,32 @@ pub fn conform_strings(batch: RecordBatch, schema: &SchemaRef, check_utf8: bool)
 pub fn check_strings(batch: &RecordBatch, schema: &SchemaRef) -> Result<()> {
     let names = schema.fields().iter().map(|f| f.name().as_str()).chain(std::iter::repeat(""));
     for (column, name) in batch.columns().iter().zip(names) {
-        let row = match column.data_type() {
-            DataType::Utf8 => {
-                let a = column.as_string::<i32>();
-                first_invalid_utf8(a.value_offsets(), a.value_data())
-            }
-            DataType::LargeUtf8 => {
-                let a = column.as_string::<i64>();
-                first_invalid_utf8(a.value_offsets(), a.value_data())
-            }
-            DataType::Utf8View => {
-                // As bytes: a view's value is read without building a `&str` from it.
-                let bytes = column.to_data().into_builder().data_type(DataType::BinaryView).build()?;
-                let a = arrow::array::BinaryViewArray::from(bytes);
-                a.iter().position(|v| v.is_some_and(|v| simdutf8::basic::from_utf8(v).is_err()))
-            }
-            _ => None,
-        };
-        if let Some(row) = row {
+        if let Some(row) = first_invalid_string(column)? {
             return not_utf8(name, row);
         }
     }
     Ok(())
+}
+
+/// The first value of a string column that is not valid UTF-8 (None for any other column), read as bytes.
+fn first_invalid_string(column: &ArrayRef) -> Result<Option<usize>> {
+    Ok(match column.data_type() {
+        DataType::Utf8 => {
+            let a = column.as_string::<i32>();
+            first_invalid_utf8(a.value_offsets(), a.value_data())
+        }
+        DataType::LargeUtf8 => {
+            let a = column.as_string::<i64>();
+            first_invalid_utf8(a.value_offsets(), a.value_data())
+        }
+        DataType::Utf8View => {
+            // As bytes: a view's value is read without building a `&str` from it.
+            let bytes = column.to_data().into_builder().data_type(DataType::BinaryView).build()?;
+            let a = arrow::array::BinaryViewArray::from(bytes);
+            a.iter().position(|v| v.is_some_and(|v| simdutf8::basic::from_utf8(v).is_err()))
+        }
+        _ => None,
+    })
 }
 
 /// A Spark child's rows as Arrow batches: `next_rows` fetches the next buffer of `UnsafeRow`s (None at the
