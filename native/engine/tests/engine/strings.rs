@@ -73,11 +73,10 @@ fn plan_of(expr: pb::Expr, out_type: &DataType) -> pb::Plan {
 fn run(plan: &pb::Plan) -> datafusion_common::Result<Vec<RecordBatch>> {
     let broker = Arc::new(FixedBroker::new(usize::MAX));
     let mut p = NativePlan::from_proto(plan, vec![reader(vec![rows()], rows().schema())], broker)?;
-    let mut out = vec![];
-    while let Some(b) = p.next_batch()? {
-        out.push(b);
+    match drain(&mut p, None) {
+        (_, Some(e)) => Err(e),
+        (out, None) => Ok(out),
     }
-    Ok(out)
 }
 
 #[test]
