@@ -411,6 +411,9 @@ fn spark_type_name(dt: &DataType) -> String {
 enum Convert {
     /// The same type.
     AsIs,
+    /// A string column annotated other than UTF8 (JSON), which arrow-rs would validate by panicking: read as
+    /// bytes, then checked into a string (invalid bytes fail the read).
+    CheckUtf8,
     /// An exact widening (Arrow's cast).
     Cast(DataType),
     /// Days (DATE, or a plain INT32 read as DATE), rebased as the file's datetime mode says.
@@ -715,7 +718,14 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                         {
                             c
                         } else if found == field.data_type() {
-                            Convert::AsIs
+                            let root = &meta.parquet_schema().root_schema().get_fields()[*i];
+                            let utf8 = root.is_primitive()
+                                && root.get_basic_info().converted_type() == parquet::basic::ConvertedType::UTF8;
+                            if found == &DataType::Utf8 && !utf8 {
+                                Convert::CheckUtf8
+                            } else {
+                                Convert::AsIs
+                            }
                         } else if exact_widening(found, field.data_type()) {
                             Convert::Cast(field.data_type().clone())
                         } else {
@@ -752,7 +762,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 .iter()
                 .flatten()
                 .filter(|(i, c)| {
-                    matches!(c, Convert::Cast(DataType::Binary))
+                    matches!(c, Convert::Cast(DataType::Binary) | Convert::CheckUtf8)
                         && file_schema.field(*i).data_type() == &DataType::Utf8
                         && roots_physical[*i] == Some(PhysicalType::BYTE_ARRAY)
                 })
@@ -762,7 +772,7 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
                 meta
             } else {
                 for w in wanted.iter_mut().flatten() {
-                    if as_bytes.contains(&w.0) {
+                    if as_bytes.contains(&w.0) && matches!(w.1, Convert::Cast(_)) {
                         w.1 = Convert::AsIs;
                     }
                 }
@@ -1158,6 +1168,11 @@ impl<F: FnMut() -> datafusion_common::Result<()>> ParquetScanReader<F> {
             .map(|(source, field)| match source {
                 ColumnSource::Missing => Ok(new_null_array(field.data_type(), rows)),
                 ColumnSource::File { index, convert: Convert::AsIs } => Ok(batch.column(*index).clone()),
+                ColumnSource::File { index, convert: Convert::CheckUtf8 } => {
+                    let column = batch.column(*index).clone();
+                    crate::unsafe_row::conform_string_column(column, field.data_type(), field.name(), false)
+                        .map_err(|e| failed_read(&open.path, e))
+                }
                 // Not `safe`: a value the conversion cannot make (invalid UTF-8 in BINARY read as STRING) is an
                 // error, never a NULL in its place.
                 ColumnSource::File { index, convert: Convert::Cast(to) } => {
@@ -1196,7 +1211,7 @@ fn stats_exact(column: &parquet::schema::types::Type, convert: &Convert, as_writ
         (PhysicalType::INT32 | PhysicalType::INT64, Convert::AsIs | Convert::Cast(_)) => !unsigned,
         (PhysicalType::INT32, Convert::Days(RebaseMode::Corrected)) => true,
         (PhysicalType::INT32, Convert::Days(_)) => as_written,
-        (PhysicalType::BYTE_ARRAY, Convert::AsIs) => true,
+        (PhysicalType::BYTE_ARRAY, Convert::AsIs | Convert::CheckUtf8) => true,
         _ => false,
     }
 }
@@ -1509,7 +1524,7 @@ fn convert_temporal(
                 _ => out,
             }))
         }
-        Convert::AsIs | Convert::Cast(_) => Ok(array.clone()),
+        Convert::AsIs | Convert::CheckUtf8 | Convert::Cast(_) => Ok(array.clone()),
     }
 }
 
@@ -1795,6 +1810,37 @@ mod tests {
         let bad = write("bad.parquet", vec![Some(b"ok"), Some(&[0xff, 0xfe]), None]);
         let err = read(as_string(), &["b"], false, bad, 10).unwrap_err().to_string();
         assert!(err.contains("bad.parquet") && err.contains("column c0"), "{err}");
+    }
+
+    /// A JSON-annotated column (Spark reads it as a string; arrow-rs validates only UTF8-annotated ones): read as
+    /// text its values are checked, invalid bytes failing the read; read as bytes they come through as written.
+    #[test]
+    fn json_columns_are_checked_as_text_and_pass_as_bytes() {
+        use parquet::data_type::{ByteArray, ByteArrayType};
+        use parquet::file::writer::SerializedFileWriter;
+        use parquet::schema::parser::parse_message_type;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, values: &[&[u8]]| {
+            let path = dir.path().join(name);
+            let schema = Arc::new(parse_message_type("message m { required binary j (JSON); }").unwrap());
+            let mut w = SerializedFileWriter::new(File::create(&path).unwrap(), schema, Default::default()).unwrap();
+            let mut rg = w.next_row_group().unwrap();
+            let mut col = rg.next_column().unwrap().unwrap();
+            let data: Vec<ByteArray> = values.iter().map(|v| ByteArray::from(v.to_vec())).collect();
+            col.typed::<ByteArrayType>().write_batch(&data, None, None).unwrap();
+            col.close().unwrap();
+            rg.close().unwrap();
+            w.close().unwrap();
+            whole(&path)
+        };
+        let text = || vec![Field::new("c0", DataType::Utf8, true)];
+        let good = read(text(), &["j"], false, write("good.parquet", &[b"{}", "{\"a\":\"\u{fc}\"}".as_bytes()]), 10);
+        assert_eq!(good.unwrap()[0].column(0).as_string::<i32>().value(0), "{}");
+        let bad = write("bad.parquet", &[b"{}", &[0x7b, 0xff, 0x7d]]);
+        let err = read(text(), &["j"], false, bad.clone(), 10).unwrap_err().to_string();
+        assert!(err.contains("bad.parquet") && err.contains("not valid UTF-8"), "{err}");
+        let bytes = read(vec![Field::new("c0", DataType::Binary, true)], &["j"], false, bad, 10).unwrap();
+        assert_eq!(bytes[0].column(0).as_binary::<i32>().value(1), &[0x7b, 0xff, 0x7d]);
     }
 
     #[test]
