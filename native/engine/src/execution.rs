@@ -79,18 +79,21 @@ impl NativePlan {
         inputs: Vec<BatchReader>,
         broker: Arc<dyn MemoryBroker>,
     ) -> Result<Self> {
-        Self::for_task_sharing(plan, task, inputs, HashMap::new(), HashMap::new(), broker)
+        let strings_as_bytes = crate::planner::strings::as_bytes(plan);
+        Self::for_task_sharing(plan, task, inputs, HashMap::new(), HashMap::new(), strings_as_bytes, broker)
     }
 
     /// [`Self::for_task`] where the broadcast inputs in `shared` (by input index) come with their executor's
     /// [`SharedBuilds`]: a hash join building on one probes the executor's table instead of building its own; and
-    /// the Parquet scan inputs in `scans` take the dynamic filters of the joins above them.
+    /// the Parquet scan inputs in `scans` take the dynamic filters of the joins above them. `strings_as_bytes` is
+    /// [`crate::planner::strings::as_bytes`] of `plan`, which the caller decided its inputs' schemas by.
     pub fn for_task_sharing(
         plan: &pb::Plan,
         task: &pb::TaskSettings,
         inputs: Vec<BatchReader>,
         shared: HashMap<usize, Arc<SharedBuilds>>,
         scans: HashMap<usize, ScanSlot>,
+        strings_as_bytes: bool,
         broker: Arc<dyn MemoryBroker>,
     ) -> Result<Self> {
         let root_op = plan.root.as_ref().ok_or_else(|| plan_error("plan without a root operator"))?;
@@ -99,7 +102,7 @@ impl NativePlan {
         let context = crate::planner::expr::PlanContext {
             jdk_feature: config.jdk_feature,
             partition_index: task.partition_index,
-            strings_as_bytes: crate::planner::strings::as_bytes(plan),
+            strings_as_bytes,
         };
         let (root, output_schema) = crate::planner::expr::with_plan_context(context, || -> Result<_> {
             let output = plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?;
@@ -260,7 +263,8 @@ fn poll_to_completion<F: std::future::Future>(future: F) -> F::Output {
 
 /// The plan's output types must be Spark's, up to Arrow's alternative layouts of the same values
 /// (view and large string/binary types), which are cast back.
-fn check_output_types(actual: &SchemaRef, expected: &SchemaRef) -> Result<()> {
+/// Whether the native plan's output types are the ones Spark expects (or carry the same values).
+pub(crate) fn check_output_types(actual: &SchemaRef, expected: &SchemaRef) -> Result<()> {
     if actual.fields().len() != expected.fields().len() {
         return Err(plan_error(format!(
             "plan produces {} columns, Spark expects {}",

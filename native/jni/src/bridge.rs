@@ -349,7 +349,7 @@ pub extern "system" fn Java_org_ember_jni_NativeLib_createPlan<'l>(
             ember_engine::expressions::jvm::register_jvm_evaluator(Box::new(evaluator));
         }
         let broker = Arc::new(JvmBroker::new(env.new_global_ref(&consumer)?));
-        let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, scans, broker)?;
+        let plan = NativePlan::for_task_sharing(&proto, &task, inputs, shared, scans, strings_as_bytes, broker)?;
         log::debug!(
             "native plan for task {} (stage {}, partition {})",
             task.task_attempt_id,

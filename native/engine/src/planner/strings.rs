@@ -9,7 +9,8 @@
 //! not support binary values. The plan's inputs then decode strings as `Binary` without validating them
 //! ([`crate::unsafe_row::conform_strings`]); outputs reach the JVM and other plans as `Binary`, which they read
 //! as Spark's strings.
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
 use datafusion_common::Result;
 use ember_proto as pb;
 
@@ -25,18 +26,12 @@ pub fn as_bytes(plan: &pb::Plan) -> bool {
         return false;
     }
     let context = PlanContext { jdk_feature: config.jdk_feature, partition_index: 0, strings_as_bytes: true };
-    with_plan_context(context, || -> Result<bool> {
+    with_plan_context(context, || -> Result<()> {
         let root = super::dry_run(root)?;
-        let expected =
-            super::types::to_arrow_schema(plan.output_schema.as_ref().ok_or_else(|| plan_error("no output"))?)?;
-        Ok(same_types(&root, &expected))
+        let expected = plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?;
+        crate::execution::check_output_types(&root, &Arc::new(super::types::to_arrow_schema(expected)?))
     })
-    .unwrap_or(false)
-}
-
-fn same_types(actual: &SchemaRef, expected: &arrow::datatypes::Schema) -> bool {
-    actual.fields().len() == expected.fields().len()
-        && actual.fields().iter().zip(expected.fields()).all(|(a, e)| a.data_type() == e.data_type())
+    .is_ok()
 }
 
 /// Whether one of the plan's inputs has a string column.

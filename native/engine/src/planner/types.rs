@@ -108,7 +108,8 @@ pub fn to_scalar(lit: &pb::Literal) -> Result<ScalarValue> {
             // as bytes.
             Value::BytesValue(_) => {
                 return Err(plan_error(
-                    "a string literal that is not valid UTF-8 needs a plan carrying strings as bytes",
+                    "a string literal that is not valid UTF-8 needs a plan carrying strings as bytes \
+                     (spark.ember.strings.asBytes.enabled)",
                 ))
             }
             _ => return Err(plan_error("string literal needs string_value")),

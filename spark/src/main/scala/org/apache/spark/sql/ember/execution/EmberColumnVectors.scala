@@ -18,8 +18,13 @@ object EmberColumnVectors {
     case _ => new ArrowColumnVector(vector)
   }
 
-  def of(vectors: Seq[ValueVector], sparkTypes: Seq[DataType]): Array[ColumnVector] =
-    vectors.zipAll(sparkTypes, null, null).map { case (v, t) => of(v, t) }.toArray
+  def of(vectors: Seq[ValueVector], sparkTypes: Seq[DataType]): Array[ColumnVector] = {
+    require(
+      vectors.size == sparkTypes.size,
+      s"${vectors.size} Arrow vectors for ${sparkTypes.size} Spark columns"
+    )
+    vectors.zip(sparkTypes).map { case (v, t) => of(v, t) }.toArray
+  }
 }
 
 /** A string column held as Arrow binary: its bytes as `UTF8String`s, without a copy (as Spark's own accessor). */
