@@ -48,9 +48,13 @@ impl<F: FnMut() -> Result<Option<Vec<u8>>>> CachedBatchReader<F> {
         for field in self.schema.fields() {
             let size = read_u64(record, at, "cached column size")? as usize;
             let stream = slice(record, at + 8, size, "cached column")?;
-            let mut reader = StreamReader::try_new(Cursor::new(stream), None)?;
+            let reader = StreamReader::try_new(Cursor::new(stream), None)?;
+            // The JVM wrote Spark's strings as `Utf8`, whose bytes need not be UTF-8: read unvalidated, then every
+            // column checked here — a string one as bytes (offsets and all but UTF-8), any other in full.
+            // SAFETY: no value is read before `checked` has validated the column.
+            let mut reader = unsafe { reader.with_skip_validation(true) };
             let column = match reader.next() {
-                Some(batch) => batch?.column(0).clone(),
+                Some(batch) => checked(batch?.column(0).clone())?,
                 None => return Err(ArrowError::IpcError("a cached column without a batch".into())),
             };
             let column = relabel(column, field.data_type())?;
@@ -73,6 +77,17 @@ impl<F: FnMut() -> Result<Option<Vec<u8>>>> CachedBatchReader<F> {
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )
     }
+}
+
+/// A cached column read without validation, validated: a string column as `Binary` (Spark's bytes, which
+/// [`crate::unsafe_row::conform_string_column`] then checks for a plan reading them as text), any other in full.
+fn checked(column: ArrayRef) -> std::result::Result<ArrayRef, ArrowError> {
+    let data = column.to_data();
+    if data.data_type() == &DataType::Utf8 {
+        return Ok(arrow::array::make_array(data.into_builder().data_type(DataType::Binary).build()?));
+    }
+    data.validate_full()?;
+    Ok(arrow::array::make_array(data))
 }
 
 /// A timestamp column cached in another session's time zone: the same instants, labelled with this plan's zone.
@@ -218,5 +233,26 @@ mod tests {
             record(1, &[stream(Arc::new(Int64Array::from(vec![1]))), stream(Arc::new(Int64Array::from(vec![2])))]);
         let err = read(schema, vec![two]).pop().unwrap().unwrap_err();
         assert!(err.to_string().contains("holds 1 columns"), "{err}");
+    }
+
+    /// Spark's strings as the JVM cached them, invalid UTF-8 included: a plan carrying strings as bytes gets the
+    /// bytes, one reading text fails naming the column.
+    #[test]
+    fn cached_strings_pass_as_bytes_and_are_checked_as_text() {
+        use arrow::array::BinaryArray;
+        use arrow::buffer::{Buffer, OffsetBuffer};
+        let invalid = |offsets: Vec<i32>| -> ArrayRef {
+            let values = Buffer::from(vec![0xffu8, 0x41, 0xc3, b'o', b'k']);
+            // SAFETY (of the test): bytes Spark allows in a string, which the reader must not trust.
+            Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets.into()), values, None) })
+        };
+        let call = || record(3, &[stream(invalid(vec![0, 2, 3, 5]))]);
+        let bytes = Arc::new(Schema::new(vec![Field::new("s", DataType::Binary, true)]));
+        let batch = read(bytes.clone(), vec![call()]).pop().unwrap().unwrap();
+        let want = BinaryArray::from(vec![&[0xff, 0x41][..], &[0xc3], b"ok"]);
+        assert_eq!(batch.column(0).as_ref(), &want as &dyn Array);
+        let text = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+        let err = read(text, vec![call()]).pop().unwrap().unwrap_err().to_string();
+        assert!(err.contains("string column `s` holds bytes that are not valid UTF-8"), "{err}");
     }
 }
