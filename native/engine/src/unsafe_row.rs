@@ -431,6 +431,17 @@ fn first_invalid_utf8<O: arrow::array::OffsetSizeTrait>(offsets: &[O], data: &[u
     Some(offsets.windows(2).position(|w| !valid(w)).unwrap_or(0))
 }
 
+/// A string column carried as bytes (`Binary`) as the `Utf8` column it is, without a copy; None when a value
+/// is not valid UTF-8.
+pub(crate) fn binary_as_text(bytes: &BinaryArray) -> Option<StringArray> {
+    if first_invalid_utf8(bytes.value_offsets(), bytes.value_data()).is_some() {
+        return None;
+    }
+    let (offsets, values, nulls) = bytes.clone().into_parts();
+    // SAFETY: every value is valid UTF-8 (checked above); the parts come from a valid `BinaryArray`.
+    Some(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+}
+
 fn not_utf8<T>(column: &str, row: usize) -> Result<T> {
     exec_err!(
         "string column `{column}` holds bytes that are not valid UTF-8 (row {row} of the batch): Ember's native \
@@ -450,12 +461,13 @@ pub fn conform_string_column(column: ArrayRef, to: &DataType, name: &str, check_
         }
         (DataType::Binary, DataType::Utf8) => {
             let bytes = column.as_binary::<i32>();
-            if let Some(row) = first_invalid_utf8(bytes.value_offsets(), bytes.value_data()) {
-                return not_utf8(name, row);
+            match binary_as_text(bytes) {
+                Some(text) => Arc::new(text),
+                None => {
+                    let row = first_invalid_utf8(bytes.value_offsets(), bytes.value_data()).unwrap_or(0);
+                    return not_utf8(name, row);
+                }
             }
-            let (offsets, values, nulls) = bytes.clone().into_parts();
-            // SAFETY: every value is valid UTF-8 (checked above); the parts come from a valid `BinaryArray`.
-            Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
         }
         (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View, _) if check_utf8 => {
             if let Some(row) = first_invalid_string(&column)? {

@@ -21,7 +21,7 @@ impl JvmExpressions {
 }
 
 impl JvmEvaluator for JvmExpressions {
-    fn evaluate(&self, expression: &[u8], args: &RecordBatch) -> Result<ArrayRef> {
+    fn evaluate(&self, expression: &[u8], args: &RecordBatch, strings_as_bytes: bool) -> Result<ArrayRef> {
         let data = StructArray::from(args.clone()).into_data();
         let (in_array, in_schema) = to_ffi(&data)?;
         let mut in_array = Box::new(in_array);
@@ -38,8 +38,9 @@ impl JvmEvaluator for JvmExpressions {
                 addr(&mut *in_schema as *mut FFI_ArrowSchema as *mut u8),
                 addr(&mut *out_array as *mut FFI_ArrowArray as *mut u8),
                 addr(&mut *out_schema as *mut FFI_ArrowSchema as *mut u8),
+                JValue::Bool(strings_as_bytes),
             ];
-            env.call_static_method(&self.class, jni_str!("evaluate"), jni_sig!("([BJJJJ)Z"), &args)?.z()
+            env.call_static_method(&self.class, jni_str!("evaluate"), jni_sig!("([BJJJJZ)Z"), &args)?.z()
         })?;
         if !ok {
             return Err(DataFusionError::External("a JVM expression failed (Spark's exception follows)".into()));
@@ -47,7 +48,8 @@ impl JvmEvaluator for JvmExpressions {
         // SAFETY: the JVM exported one struct array (one column) into the two C structs: the array is moved
         // into `from_ffi`, which takes over its release callback; the schema is released when dropped here.
         let out = unsafe { from_ffi(*out_array, &out_schema) }?;
-        // Offsets and UTF-8 checked: a value Spark's code made (a UDF's UTF8String) may hold any bytes.
+        // Offsets and UTF-8 checked: a value Spark's code made (a UDF's UTF8String) may hold any bytes; a string
+        // it wrote as binary (`strings_as_bytes`) need not be UTF-8.
         out.validate_full()?;
         let out = StructArray::from(out);
         if out.num_columns() != 1 {

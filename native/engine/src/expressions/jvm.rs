@@ -15,9 +15,10 @@ use datafusion_common::{exec_err, internal_err, Result};
 use super::functions::Kernel;
 
 /// Evaluates a serialized Spark expression over a batch of its input columns (named `c0`, `c1`, …): one
-/// value per row, of the expression's type as Spark's Arrow conversion writes it.
+/// value per row, of the expression's type as Spark's Arrow conversion writes it, a string as `Binary` (any
+/// bytes) when `strings_as_bytes`, else as `Utf8` (checked). String columns may come as either.
 pub trait JvmEvaluator: Send + Sync {
-    fn evaluate(&self, expression: &[u8], args: &RecordBatch) -> Result<ArrayRef>;
+    fn evaluate(&self, expression: &[u8], args: &RecordBatch, strings_as_bytes: bool) -> Result<ArrayRef>;
 }
 
 static EVALUATOR: OnceLock<Box<dyn JvmEvaluator>> = OnceLock::new();
@@ -36,11 +37,13 @@ pub struct JvmKernel {
     name: String,
     expression: Arc<Vec<u8>>,
     return_type: DataType,
+    /// Whether the plan carries Spark's strings as `Binary` (a string result comes back as bytes).
+    strings_as_bytes: bool,
 }
 
 impl JvmKernel {
-    pub fn new(name: String, expression: Vec<u8>, return_type: DataType) -> Self {
-        Self { name, expression: Arc::new(expression), return_type }
+    pub fn new(name: String, expression: Vec<u8>, return_type: DataType, strings_as_bytes: bool) -> Self {
+        Self { name, expression: Arc::new(expression), return_type, strings_as_bytes }
     }
 }
 
@@ -67,7 +70,7 @@ impl Kernel for JvmKernel {
             args.to_vec(),
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?;
-        let out = evaluator.evaluate(&self.expression, &batch)?;
+        let out = evaluator.evaluate(&self.expression, &batch, self.strings_as_bytes)?;
         if out.len() != rows {
             return internal_err!("{}: the JVM returned {} values for {rows} rows", self.name, out.len());
         }
@@ -90,7 +93,7 @@ mod tests {
     /// says why it cannot run; an empty batch needs no call.
     #[test]
     fn without_a_jvm_it_plans_and_fails_with_a_message() {
-        let kernel = JvmKernel::new("udf(s)".into(), vec![1, 2, 3], DataType::Int32);
+        let kernel = JvmKernel::new("udf(s)".into(), vec![1, 2, 3], DataType::Int32, false);
         let empty: ArrayRef = Arc::new(StringArray::from(Vec::<Option<&str>>::new()));
         let out = kernel.invoke(&[empty]).unwrap();
         assert_eq!((out.len(), out.data_type()), (0, &DataType::Int32));

@@ -14,6 +14,7 @@ pub mod nondeterministic;
 pub mod normalize;
 pub mod query_context;
 pub mod sum_avg;
+pub mod text;
 pub mod unscaled;
 pub mod zone;
 

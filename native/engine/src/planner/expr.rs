@@ -87,6 +87,7 @@ fn create_kind(expr: &pb::Expr, schema: &Schema) -> Result<PhysicalExprRef> {
         Kind::Cast(c) => cast_expr(c, schema),
         Kind::ScalarFunction(f) => super::functions::scalar_function_expr(f, schema),
         Kind::Jvm(j) => jvm_expr(j, schema),
+        Kind::Text(t) => super::strings::text_expr(t, schema),
     }
 }
 
@@ -95,10 +96,15 @@ fn jvm_expr(j: &pb::JvmExpr, schema: &Schema) -> Result<PhysicalExprRef> {
     if j.children.is_empty() {
         return Err(plan_error(format!("{}: a JVM expression must read at least one column", j.name)));
     }
-    super::strings::refuse_text(&j.name, j.result_type.as_ref(), &j.children.iter().collect::<Vec<_>>())?;
     let args = j.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
     let return_type = required_type(&j.result_type)?;
-    let kernel = crate::expressions::jvm::JvmKernel::new(j.name.clone(), j.expression.clone(), return_type.clone());
+    // Spark's code reads strings as bytes whichever way they come, and writes them as the plan carries them.
+    let kernel = crate::expressions::jvm::JvmKernel::new(
+        j.name.clone(),
+        j.expression.clone(),
+        return_type.clone(),
+        strings_as_bytes(),
+    );
     Ok(Arc::new(crate::expressions::functions::FunctionExpr::new(
         format!("jvm:{}", j.name),
         args,

@@ -1,21 +1,28 @@
-//! Spark's strings as bytes. Spark's `UTF8String` holds any bytes, Arrow's `Utf8` only valid UTF-8: a plan whose
-//! operators and expressions only move, compare, hash, group, join and sort its strings (what Spark does with
-//! their bytes, unsigned byte order included) carries them as Arrow `Binary`, so that invalid UTF-8 gets Spark's
-//! answers instead of failing the task at the plan's inputs. A plan that reads or makes text (a string function,
-//! a cast to or from a string, a JVM expression over strings) keeps `Utf8`, validated where it enters.
+//! Spark's strings as bytes. Spark's `UTF8String` holds any bytes, Arrow's `Utf8` only valid UTF-8: a plan
+//! carries Spark's strings as Arrow `Binary` where its operators and expressions only move, compare, hash, group,
+//! join and sort them (what Spark does with their bytes, unsigned byte order included), or read them as text
+//! through a `Text` expression ([`text_expr`]: the native kernels over a batch whose strings are valid UTF-8,
+//! Spark's own expression on the JVM over one that holds invalid bytes). Either way invalid UTF-8 gets Spark's
+//! answers instead of failing the task where it enters the plan. A plan with a function or cast reading text
+//! outside a `Text` (the JVM sends none where Spark's twin cannot run) keeps `Utf8`, validated where it enters.
 //!
 //! The engine decides per plan, by planning it once with every `UTF8` type and literal as `Binary`
-//! ([`as_bytes`]): the kernels that read text refuse that ([`refuse_text`]), and so does any operator that does
-//! not support binary values. The plan's inputs then decode strings as `Binary` without validating them
-//! ([`crate::unsafe_row::conform_strings`]); outputs reach the JVM and other plans as `Binary`, which they read
-//! as Spark's strings.
+//! ([`as_bytes`]): the kernels that read text outside a `Text` refuse that ([`refuse_text`]), and so does any
+//! operator that does not support binary values. The plan's inputs then decode strings as `Binary` without
+//! validating them ([`crate::unsafe_row::conform_strings`]); outputs reach the JVM and other plans as `Binary`,
+//! which they read as Spark's strings.
 use std::sync::Arc;
 
+use arrow::datatypes::{Field, Schema};
 use datafusion_common::Result;
 use ember_proto as pb;
 
-use super::expr::{with_plan_context, PlanContext};
+use super::expr::{create_expr, plan_context, strings_as_bytes, with_plan_context, PhysicalExprRef, PlanContext};
+use super::types::to_arrow_type;
 use crate::error::plan_error;
+use crate::expressions::functions::FunctionExpr;
+use crate::expressions::jvm::JvmKernel;
+use crate::expressions::text::TextKernel;
 
 /// Whether `plan` carries Spark's strings as `Binary`: it reads strings and plans (output types included) with
 /// them as bytes. The same answer for every task of the plan (it depends on the plan alone).
@@ -61,11 +68,12 @@ fn result_type(e: &pb::Expr) -> Option<&pb::DataType> {
         Kind::CaseWhen(c) => c.result_type.as_ref(),
         Kind::Coalesce(c) => c.result_type.as_ref(),
         Kind::Jvm(j) => j.result_type.as_ref(),
+        Kind::Text(t) => result_type(t.native.as_ref()?),
         _ => None,
     }
 }
 
-/// In a plan carrying strings as bytes, `what` (a function, cast or JVM expression) may neither read nor make a
+/// In a plan carrying strings as bytes, `what` (a function or cast outside a `Text`) may neither read nor make a
 /// string: it would see `Binary`, whose functions (a byte length, a byte substring) are not the string ones.
 pub(super) fn refuse_text(what: &str, result: Option<&pb::DataType>, args: &[&pb::Expr]) -> Result<()> {
     if !super::expr::strings_as_bytes() {
@@ -76,4 +84,44 @@ pub(super) fn refuse_text(what: &str, result: Option<&pb::DataType>, args: &[&pb
         return Err(plan_error(format!("{what} reads or makes text, so the plan keeps strings as UTF-8")));
     }
     Ok(())
+}
+
+/// A `Text` expression: `native` planned over its children with Spark's strings as `Utf8` (as in a plan that
+/// reads them as text), wrapped in a [`TextKernel`] that checks each batch's strings and hands a batch holding
+/// invalid UTF-8 to Spark's twin. In a plan keeping strings as `Utf8` the check never fails (they were checked
+/// where they entered) and the twin is left out.
+pub(super) fn text_expr(t: &pb::Text, schema: &Schema) -> Result<PhysicalExprRef> {
+    let native = t.native.as_ref().ok_or_else(|| plan_error("a text expression without its expression"))?;
+    if t.children.is_empty() {
+        return Err(plan_error("a text expression must read at least one column"));
+    }
+    let args = t.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
+    let bytes = strings_as_bytes();
+    let text_context = PlanContext { strings_as_bytes: false, ..plan_context() };
+    let text_schema = with_plan_context(text_context, || -> Result<Schema> {
+        let fields = t.children.iter().enumerate().map(|(i, c)| {
+            let ty = result_type(c).ok_or_else(|| plan_error("a text expression reads a column of no type"))?;
+            Ok(Field::new(format!("c{i}"), to_arrow_type(ty)?, true))
+        });
+        Ok(Schema::new(fields.collect::<Result<Vec<_>>>()?))
+    })?;
+    let text_schema = Arc::new(text_schema);
+    let native = with_plan_context(text_context, || create_expr(native, &text_schema))?;
+    let return_type = match result_type(t.native.as_ref().expect("checked")) {
+        Some(ty) => to_arrow_type(ty)?,
+        None => native.data_type(&text_schema)?,
+    };
+    let reads_strings = t.children.iter().any(|c| result_type(c).is_some_and(mentions_string));
+    let spark = match (&t.spark, bytes && reads_strings) {
+        (_, false) => None,
+        (Some(j), true) => Some(JvmKernel::new(j.name.clone(), j.expression.clone(), return_type.clone(), true)),
+        (None, true) => {
+            return Err(plan_error(format!(
+                "{native} reads text without Spark's expression for invalid UTF-8, so the plan keeps strings as UTF-8"
+            )))
+        }
+    };
+    let name = format!("text:{native}");
+    let kernel = TextKernel::new(native, text_schema, spark, return_type.clone());
+    Ok(Arc::new(FunctionExpr::new(name, args, return_type, Arc::new(kernel))))
 }

@@ -1,6 +1,6 @@
-//! Spark's strings as bytes (`planner/strings.rs`): a plan that only moves, compares and sorts its strings
-//! carries them as `Binary`, so invalid UTF-8 gets Spark's answers; one that reads text keeps `Utf8` and fails on
-//! it, naming the column.
+//! Spark's strings as bytes (`planner/strings.rs`): a plan that only moves, compares and sorts its strings, or
+//! reads them as text through `Text` expressions, carries them as `Binary`, so invalid UTF-8 gets Spark's
+//! answers; one that reads text otherwise keeps `Utf8` and fails on it, naming the column.
 use std::sync::Arc;
 
 use crate::common::*;
@@ -71,8 +71,12 @@ fn plan_of(expr: pb::Expr, out_type: &DataType) -> pb::Plan {
 }
 
 fn run(plan: &pb::Plan) -> datafusion_common::Result<Vec<RecordBatch>> {
+    run_over(plan, rows())
+}
+
+fn run_over(plan: &pb::Plan, rows: RecordBatch) -> datafusion_common::Result<Vec<RecordBatch>> {
     let broker = Arc::new(FixedBroker::new(usize::MAX));
-    let mut p = NativePlan::from_proto(plan, vec![reader(vec![rows()], rows().schema())], broker)?;
+    let mut p = NativePlan::from_proto(plan, vec![reader(vec![rows.clone()], rows.schema())], broker)?;
     match drain(&mut p, None) {
         (_, Some(e)) => Err(e),
         (out, None) => Ok(out),
@@ -127,4 +131,49 @@ fn a_plan_that_reads_text_keeps_utf8_and_fails_on_invalid_bytes() {
     // No string in the inputs: nothing to carry.
     let ints = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
     assert!(!as_bytes(&plan(input(0, &ints), &ints)));
+}
+
+/// `f(s)` as a `Text` over column 1 (the JVM's form of a function reading text), with Spark's twin or without.
+fn text(f: &str, return_type: &DataType, twin: bool) -> pb::Expr {
+    let spark = twin.then(|| pb::JvmExpr {
+        expression: vec![1, 2, 3],
+        result_type: Some(pb_type(return_type)),
+        nullable: true,
+        name: format!("{f}(s)"),
+        ..Default::default()
+    });
+    pb::Expr {
+        kind: Some(pb::expr::Kind::Text(Box::new(pb::Text {
+            children: vec![col(1, &DataType::Utf8)],
+            native: Some(Box::new(function(f, vec![col(0, &DataType::Utf8)], return_type))),
+            spark,
+        }))),
+    }
+}
+
+#[test]
+fn a_text_expression_runs_natively_on_valid_batches_and_hands_invalid_ones_to_spark() {
+    let upper = plan_of(text("upper", &DataType::Utf8, true), &DataType::Utf8);
+    assert!(as_bytes(&upper), "a function reading text through `Text` lets the plan carry bytes");
+    // Valid strings: the native kernel, its result as bytes.
+    let s: Vec<Option<&[u8]>> = vec![Some("ü".as_bytes()), Some(b"ab"), None, Some("ß".as_bytes())];
+    let bytes = Schema::new(vec![Field::new("k", DataType::Int64, true), Field::new("s", DataType::Binary, true)]);
+    let valid = RecordBatch::try_new(
+        Arc::new(bytes),
+        vec![Arc::new(Int64Array::from(vec![0, 1, 2, 3])), Arc::new(BinaryArray::from(s))],
+    )
+    .unwrap();
+    let out = run_over(&upper, valid).unwrap();
+    let got: Vec<Option<Vec<u8>>> =
+        out.iter().flat_map(|b| b.column(1).as_binary::<i32>().iter().map(|v| v.map(<[u8]>::to_vec))).collect();
+    // `s <> 'ab'` drops "ab" and NULL; "ß" (c3 9f) sorts before "ü" (c3 bc).
+    let want = [Some("SS".as_bytes().to_vec()), Some("Ü".as_bytes().to_vec())];
+    assert_eq!(got, want);
+    // Invalid bytes: Spark's expression, which needs the JVM (none in these tests: its message says so).
+    let err = run(&upper).unwrap_err().to_string();
+    assert!(err.contains("upper(s) is evaluated by Spark on the JVM"), "{err}");
+    // Without the twin the plan keeps UTF-8 and fails where the bytes enter, as any text plan.
+    let alone = plan_of(text("upper", &DataType::Utf8, false), &DataType::Utf8);
+    assert!(!as_bytes(&alone));
+    assert!(run(&alone).unwrap_err().to_string().contains("string column `s` holds bytes that are not valid UTF-8"));
 }

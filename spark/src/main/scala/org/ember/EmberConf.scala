@@ -340,10 +340,11 @@ object EmberConf {
   val STRINGS_AS_BYTES: Entry[Boolean] = bool(
     "spark.ember.strings.asBytes.enabled",
     default = true,
-    "Carry Spark's strings as Arrow binary in a native plan that only moves, compares, hashes, groups, joins " +
-      "and sorts them, so that strings holding bytes that are not valid UTF-8 (which Spark allows, e.g. from " +
-      "`CAST(binary AS STRING)`) get Spark's answers. Off: every native plan takes strings as UTF-8 and a task " +
-      "meeting invalid bytes fails, naming the column."
+    "Carry Spark's strings as Arrow binary in native plans, so that strings holding bytes that are not valid " +
+      "UTF-8 (which Spark allows, e.g. from `CAST(binary AS STRING)`) get Spark's answers: plans move, compare, " +
+      "hash, group, join and sort the bytes, and a string function or cast runs natively over a batch of valid " +
+      "UTF-8 and as Spark's own expression on the JVM over a batch holding invalid bytes. Off: every native plan " +
+      "takes strings as UTF-8 and a task meeting invalid bytes fails, naming the column."
   )
 
   val EXEC_RANGE: Entry[Boolean] = bool(

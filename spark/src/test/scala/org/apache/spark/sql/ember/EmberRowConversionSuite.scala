@@ -216,7 +216,7 @@ class EmberRowConversionSuite extends EmberQueryTest {
       .sorted
   }
 
-  test("invalid UTF-8 in strings, by every way into a native plan: Spark's bytes, or a clear error") {
+  test("invalid UTF-8 in strings, by every way into a native plan: Spark's answers, or a clear error") {
     withTempPath { dir =>
       val path = dir.getCanonicalPath
       // Spark's strings are bytes: CAST(binary AS STRING) keeps invalid UTF-8, and Spark writes and reads it.
@@ -243,9 +243,16 @@ class EmberRowConversionSuite extends EmberQueryTest {
           "spark.ember.exec.parquetScan.enabled" -> "false",
           "spark.sql.parquet.enableVectorizedReader" -> "false",
           "spark.ember.exec.nativeRowToColumnar.enabled" -> "false"
-        )
+        ),
+        "Ember's cache (Arrow IPC)" -> Seq.empty[(String, String)] // last: the cache serves the path's reads
       )
-      def t = spark.read.parquet(path)
+      lazy val cachedTable = {
+        val c = spark.read.parquet(path).cache()
+        c.count()
+        c
+      }
+      var cachedWay = false
+      def t = if (cachedWay) cachedTable else spark.read.parquet(path)
       // Plans that only move, compare, group, join and sort strings carry them as bytes: Spark's answers.
       val bytewise: Seq[(() => DataFrame, Class[_ <: EmberExec])] = Seq(
         (() => t.groupBy("s").count(), cls[EmberAggregateExec]),
@@ -263,7 +270,45 @@ class EmberRowConversionSuite extends EmberQueryTest {
         (() => t.orderBy(col("s"), col("id")), cls[EmberSortExec]),
         (() => t.repartition(4, col("s")).groupBy("s").agg(count("*"), sum("id")), cls[EmberAggregateExec])
       )
+      val textual: Seq[(() => DataFrame, Class[_ <: EmberExec])] = Seq(
+        (() => t.selectExpr("upper(s) AS u").groupBy("u").count(), cls[EmberAggregateExec]),
+        (
+          () =>
+            t.selectExpr(
+              "id",
+              "length(s) AS n",
+              "substring(s, 2, 2) AS sub",
+              "s LIKE '%A' AS l",
+              "lower(s) AS lo",
+              "concat(s, ok) AS c"
+            ),
+          cls[EmberProjectExec]
+        ),
+        // A literal of invalid bytes (carried as bytes) beside a function reading text, in one native plan.
+        (
+          () => t.where("length(s) = 1 AND s <> CAST(X'C3' AS STRING)").select("id", "s"),
+          cls[EmberFilterExec]
+        ),
+        (
+          () =>
+            t.selectExpr(
+              "id",
+              "try_cast(s AS INT) AS i",
+              "reverse(s) AS r",
+              "trim(s) AS tr",
+              "is_valid_utf8(s) AS v",
+              "make_valid_utf8(s) AS m"
+            ),
+          cls[EmberProjectExec]
+        )
+      )
       for ((way, conf) <- ways) withSQLConf(conf: _*) {
+        cachedWay = way.startsWith("Ember's cache")
+        if (cachedWay) {
+          val df = t.groupBy("s").count()
+          df.collect()
+          assert(nativeNodes(df).exists(_.simpleString(10).contains("cached table read natively")), way)
+        }
         // Valid multi-byte strings, read as text: Spark's rows.
         checkSparkAnswerAndNative(
           t.selectExpr("upper(ok) AS u").groupBy("u").count(),
@@ -275,22 +320,28 @@ class EmberRowConversionSuite extends EmberQueryTest {
           assert(spark.exists(_.contains("ff41")), s"$way: Spark reads the bytes")
           assert(withEmber(enabled = true)(exactBytes(query())) == spark, s"$way: ${query().queryExecution}")
         }
-        // A plan that reads text keeps strings as UTF-8: invalid bytes fail clearly where they enter.
-        val text = () => t.selectExpr("upper(s) AS u").groupBy("u").count()
-        assert(withEmber(enabled = false)(text().collect()).length == 6, way)
-        val failure = withEmber(enabled = true)(intercept[SparkException](text().collect()))
-        val messages = Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).map(_.getMessage)
-        val expected =
-          if (conf.isEmpty) "FAILED_READ_FILE" else "string column `s` holds bytes that are not valid UTF-8"
-        assert(messages.exists(m => m != null && m.contains(expected)), s"$way: $failure")
+        // Plans that read text: native kernels over valid batches, Spark's own expression over a batch with
+        // invalid bytes (proto `Text`), so Spark's answers there too.
+        for ((query, native) <- textual) {
+          checkSparkAnswerAndNative(query(), Seq(native))
+          val spark = withEmber(enabled = false)(exactBytes(query()))
+          assert(withEmber(enabled = true)(exactBytes(query())) == spark, s"$way: ${query().queryExecution}")
+        }
         assertNoNativeMemoryHeld()
       }
-      // Switched off, even a plan that only moves strings takes them as UTF-8.
+      // The cached plan would serve `spark.read.parquet(path)` from here on.
+      cachedTable.unpersist(blocking = true)
+      cachedWay = false
+      // Switched off, plans take strings as UTF-8: invalid bytes fail clearly where they enter.
       withSQLConf("spark.ember.strings.asBytes.enabled" -> "false") {
-        val failure = withEmber(enabled = true)(intercept[SparkException](t.groupBy("s").count().collect()))
-        assert(Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).exists { e =>
-          e.getMessage != null && e.getMessage.contains("FAILED_READ_FILE")
-        })
+        for (
+          query <- Seq(() => t.groupBy("s").count(), () => t.selectExpr("upper(s) AS u").groupBy("u").count())
+        ) {
+          val failure = withEmber(enabled = true)(intercept[SparkException](query().collect()))
+          assert(Iterator.iterate(failure: Throwable)(_.getCause).takeWhile(_ != null).exists { e =>
+            e.getMessage != null && e.getMessage.contains("FAILED_READ_FILE")
+          })
+        }
       }
     }
   }

@@ -9,9 +9,9 @@ import org.apache.arrow.memory.BufferAllocator
 import org.apache.arrow.vector.VectorSchemaRoot
 import org.apache.arrow.vector.types.pojo.Schema
 import org.apache.spark.{SparkEnv, TaskContext}
-import org.apache.spark.sql.catalyst.expressions.{Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, Expression, UnsafeProjection}
 import org.apache.spark.sql.execution.arrow.ArrowWriter
-import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructField, StructType}
 import org.apache.spark.sql.util.ArrowUtils
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnarBatch, ColumnVector}
 
@@ -25,13 +25,24 @@ object JvmExpressions {
   /** A deserialized expression and its projection (one per thread: generated projections are not thread-safe). */
   private final class Compiled(val expr: Expression) {
     val projection: UnsafeProjection = UnsafeProjection.create(Seq(expr))
-    val arrowSchema: Schema =
-      ArrowUtils.toArrowSchema(
-        StructType(Seq(StructField("c0", expr.dataType, expr.nullable))),
-        "UTC",
-        true,
-        false
-      )
+
+    /** The Spark type of each input column the expression reads, by ordinal (a string may come as binary). */
+    val inputTypes: Map[Int, DataType] = expr.collect { case b: BoundReference =>
+      b.ordinal -> b.dataType
+    }.toMap
+
+    private def schema(t: DataType): Schema =
+      ArrowUtils.toArrowSchema(StructType(Seq(StructField("c0", t, expr.nullable))), "UTC", true, false)
+    val arrowSchema: Schema = schema(expr.dataType)
+
+    /**
+     * The result with a string written as binary, for a plan carrying strings as bytes: Spark's bytes as they
+     * are, valid UTF-8 or not (the unsafe row's string field reads as its bytes).
+     */
+    lazy val bytesSchema: Schema = schema(expr.dataType match {
+      case _: StringType => BinaryType
+      case t => t
+    })
   }
 
   /**
@@ -84,25 +95,28 @@ object JvmExpressions {
 
   /**
    * Evaluates `expression` (Java-serialized, bound to the input's columns) over the struct array at
-   * `inArray`/`inSchema` and exports one struct array of one column into `outArray`/`outSchema`. False when
-   * Spark's code failed: the failure waits in [[takeFailure]].
+   * `inArray`/`inSchema` and exports one struct array of one column into `outArray`/`outSchema`, a string
+   * result as binary when `stringsAsBytes`. String columns may come as binary. False when Spark's code failed:
+   * the failure waits in [[takeFailure]].
    */
   def evaluate(
       expression: Array[Byte],
       inArray: Long,
       inSchema: Long,
       outArray: Long,
-      outSchema: Long
+      outSchema: Long,
+      stringsAsBytes: Boolean
   ): Boolean =
     try {
       val c = compile(expression)
       val in =
         Data.importVectorSchemaRoot(allocator, ArrowArray.wrap(inArray), ArrowSchema.wrap(inSchema), null)
       try {
-        val columns: Array[ColumnVector] =
-          in.getFieldVectors.asScala.map(v => new ArrowColumnVector(v): ColumnVector).toArray
+        val columns: Array[ColumnVector] = in.getFieldVectors.asScala.zipWithIndex.map { case (v, i) =>
+          c.inputTypes.get(i).fold(new ArrowColumnVector(v): ColumnVector)(t => EmberColumnVectors.of(v, t))
+        }.toArray
         val batch = new ColumnarBatch(columns, in.getRowCount)
-        val out = VectorSchemaRoot.create(c.arrowSchema, allocator)
+        val out = VectorSchemaRoot.create(if (stringsAsBytes) c.bytesSchema else c.arrowSchema, allocator)
         try {
           val writer = ArrowWriter.create(out)
           val rows = batch.rowIterator()

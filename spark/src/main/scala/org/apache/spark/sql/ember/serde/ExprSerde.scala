@@ -164,17 +164,70 @@ object ExprSerde {
   }
 
   private def convertUnchecked(expr: Expression, input: Seq[Attribute]): Result =
+    text(expr, input).getOrElse(nodeOrJvm(expr, input))
+
+  private def nodeOrJvm(expr: Expression, input: Seq[Attribute]): Result =
     convertNode(expr, input) match {
       case Left(reason) if jvmAllowed.get() => jvm(expr, input).left.map(why => s"$reason ($why)")
       case native => native
     }
+
+  /** Set while the parts of a `Text` convert: they belong to it (one `Text` per text-reading subtree). */
+  private val inText = new ThreadLocal[java.lang.Boolean] {
+    override def initialValue(): java.lang.Boolean = false
+  }
+
+  private def mentionsString(dt: DataType): Boolean = dt.existsRecursively(_.isInstanceOf[StringType])
+
+  /**
+   * `expr` as a `Text` where it is a function or cast that reads or makes strings: converted over the columns it
+   * reads, with Spark's own expression as its twin, which the engine runs over a batch whose strings are not
+   * valid UTF-8 (its string kernels take valid UTF-8; Spark's `UTF8String` any bytes). That lets a plan with
+   * string functions carry strings as bytes (proto `Text`). None where it converts as usual: not such a
+   * function, already inside a `Text`, or Spark's twin cannot be made (the plan then keeps strings as UTF-8).
+   */
+  private def text(expr: Expression, input: Seq[Attribute]): Option[Result] = {
+    val isText = (FunctionSerde.handles(expr) || expr.isInstanceOf[Cast]) &&
+      (mentionsString(expr.dataType) || expr.children.exists(c => mentionsString(c.dataType)))
+    lazy val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
+    if (
+      !EmberConf.STRINGS_AS_BYTES.get() || inText.get() || !isText || !expr.deterministic || refs.isEmpty ||
+      refs.exists(a => input.indexWhere(_.exprId == a.exprId) < 0) || expr.exists(
+        _.isInstanceOf[BoundReference]
+      )
+    ) return None
+    inText.set(true)
+    val native =
+      try nodeOrJvm(expr, refs)
+      finally inText.set(false)
+    native match {
+      case Left(reason) => Some(Left(reason))
+      case Right(n) if n.hasJvm => None // Spark's expression already: reads strings as bytes itself
+      case Right(n) =>
+        val spark =
+          if (!refs.exists(a => mentionsString(a.dataType))) Right(None)
+          else jvmUnchecked(expr, refs).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
+        spark.toOption.map { twin =>
+          convertAllUnchecked(refs, input).map { children =>
+            val b = proto.Text.newBuilder().setNative(n)
+            children.foreach(b.addChildren)
+            twin.foreach(b.setSpark)
+            wrap(_.setText(b))
+          }
+        }
+    }
+  }
 
   /**
    * `expr` as a `JvmExpr`: Spark's expression bound to the columns it reads, which the engine evaluates and hands
    * over per batch. Only what Spark itself evaluates row by row from those columns alone: deterministic, no
    * subquery, aggregate, generator or otherwise unevaluable part, types the engine carries (no arrays).
    */
-  private def jvm(expr: Expression, input: Seq[Attribute]): Result = {
+  private def jvm(expr: Expression, input: Seq[Attribute]): Result =
+    if (!EmberConf.JVM_EXPRESSIONS.get()) Left("JVM expressions are off") else jvmUnchecked(expr, input)
+
+  /** [[jvm]] whether JVM expressions are on or not (a `Text`'s twin, run over invalid UTF-8 only, is not one). */
+  private def jvmUnchecked(expr: Expression, input: Seq[Attribute]): Result = {
     val tz = SQLConf.get.sessionLocalTimeZone
     def typ(dt: DataType) = TypeSerde.convert(dt, tz, arrays = false)
     val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
@@ -184,8 +237,7 @@ object ExprSerde {
       case e: aggregate.AggregateFunction => s"${e.prettyName} is an aggregate"
       case e: Generator => s"${e.prettyName} is a generator"
     }
-    if (!EmberConf.JVM_EXPRESSIONS.get()) Left("JVM expressions are off")
-    else if (unfit.isDefined) Left(unfit.get)
+    if (unfit.isDefined) Left(unfit.get)
     else if (!expr.deterministic) Left("not deterministic")
     else if (refs.exists(a => input.indexWhere(_.exprId == a.exprId) < 0))
       Left("reads a column not in the input")
@@ -223,7 +275,12 @@ object ExprSerde {
         case e: proto.Expr if e.hasJvm => out += e.getJvm.getName
         case _ =>
       }
-      m.getAllFields.values.forEach {
+      // A `Text`'s twin runs only over invalid UTF-8: not among the expressions Spark evaluates.
+      val parts = m match {
+        case t: proto.Text => t.toBuilder.clearSpark().build().getAllFields.values
+        case _ => m.getAllFields.values
+      }
+      parts.forEach {
         case list: java.util.List[_] => list.forEach { case v: Message => walk(v); case _ => }
         case v: Message => walk(v)
         case _ =>
