@@ -91,7 +91,7 @@ pub(super) fn refuse_text(what: &str, result: Option<&pb::DataType>, args: &[&pb
 /// invalid UTF-8 to Spark's twin. In a plan keeping strings as `Utf8` the check never fails (they were checked
 /// where they entered) and the twin is left out.
 pub(super) fn text_expr(t: &pb::Text, schema: &Schema) -> Result<PhysicalExprRef> {
-    let native = t.native.as_ref().ok_or_else(|| plan_error("a text expression without its expression"))?;
+    let expr = t.native.as_ref().ok_or_else(|| plan_error("a text expression without its expression"))?;
     if t.children.is_empty() {
         return Err(plan_error("a text expression must read at least one column"));
     }
@@ -106,8 +106,8 @@ pub(super) fn text_expr(t: &pb::Text, schema: &Schema) -> Result<PhysicalExprRef
         Ok(Schema::new(fields.collect::<Result<Vec<_>>>()?))
     })?;
     let text_schema = Arc::new(text_schema);
-    let native = with_plan_context(text_context, || create_expr(native, &text_schema))?;
-    let return_type = match result_type(t.native.as_ref().expect("checked")) {
+    let native = with_plan_context(text_context, || create_expr(expr, &text_schema))?;
+    let return_type = match result_type(expr) {
         Some(ty) => to_arrow_type(ty)?,
         None => native.data_type(&text_schema)?,
     };

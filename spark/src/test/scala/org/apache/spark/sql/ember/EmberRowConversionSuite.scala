@@ -284,6 +284,14 @@ class EmberRowConversionSuite extends EmberQueryTest {
             ),
           cls[EmberProjectExec]
         ),
+        // A function reading text with a scalar subquery's value among its arguments.
+        (
+          () => {
+            t.createOrReplaceTempView("strings_as_bytes")
+            spark.sql("SELECT id, substring(s, (SELECT max(id) FROM range(3)), 2) AS p FROM strings_as_bytes")
+          },
+          cls[EmberProjectExec]
+        ),
         // A literal of invalid bytes (carried as bytes) beside a function reading text, in one native plan.
         (
           () => t.where("length(s) = 1 AND s <> CAST(X'C3' AS STRING)").select("id", "s"),

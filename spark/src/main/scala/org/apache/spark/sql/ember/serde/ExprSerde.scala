@@ -227,7 +227,12 @@ object ExprSerde {
     if (!EmberConf.JVM_EXPRESSIONS.get()) Left("JVM expressions are off") else jvmUnchecked(expr, input)
 
   /** [[jvm]] whether JVM expressions are on or not (a `Text`'s twin, run over invalid UTF-8 only, is not one). */
-  private def jvmUnchecked(expr: Expression, input: Seq[Attribute]): Result = {
+  private def jvmUnchecked(withSubqueries: Expression, input: Seq[Attribute]): Result = {
+    // A scalar subquery's value is a literal here as in `convertNode`: a NULL placeholder before Spark has it,
+    // which never runs (the operator converts again once the value is in).
+    val expr = withSubqueries.transform { case s: org.apache.spark.sql.execution.ScalarSubquery =>
+      Literal(SubqueryValue.of(s).orNull, s.dataType)
+    }
     val tz = SQLConf.get.sessionLocalTimeZone
     def typ(dt: DataType) = TypeSerde.convert(dt, tz, arrays = false)
     val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
@@ -251,11 +256,19 @@ object ExprSerde {
         children <- read.foldLeft[Either[String, Seq[proto.Expr]]](Right(Nil)) { (acc, a) =>
           acc.flatMap(cs => typ(a.dataType).flatMap(_ => convertNode(a, input)).map(cs :+ _))
         }
+        // Spark's expressions are serializable; one that is not (a UDF closing over something) stays in Spark.
+        bytes <- scala.util
+          .Try(
+            org.apache.spark.network.util.JavaUtils.bufferToArray(
+              org.apache.spark.SparkEnv.get.closureSerializer
+                .newInstance()
+                .serialize[Expression](BindReferences.bindReference(expr, refs))
+            )
+          )
+          .toEither
+          .left
+          .map(e => s"not serializable: $e")
       } yield {
-        val bound = BindReferences.bindReference(expr, refs)
-        val bytes = org.apache.spark.network.util.JavaUtils.bufferToArray(
-          org.apache.spark.SparkEnv.get.closureSerializer.newInstance().serialize[Expression](bound)
-        )
         val b = proto.JvmExpr
           .newBuilder()
           .setExpression(com.google.protobuf.ByteString.copyFrom(bytes))
