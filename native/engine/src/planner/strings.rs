@@ -95,7 +95,6 @@ pub(super) fn text_expr(t: &pb::Text, schema: &Schema) -> Result<PhysicalExprRef
     if t.children.is_empty() {
         return Err(plan_error("a text expression must read at least one column"));
     }
-    let args = t.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
     let bytes = strings_as_bytes();
     let text_context = PlanContext { strings_as_bytes: false, ..plan_context() };
     let text_schema = with_plan_context(text_context, || -> Result<Schema> {
@@ -106,7 +105,10 @@ pub(super) fn text_expr(t: &pb::Text, schema: &Schema) -> Result<PhysicalExprRef
         Ok(Schema::new(fields.collect::<Result<Vec<_>>>()?))
     })?;
     let text_schema = Arc::new(text_schema);
+    // Before the children: the expression is evaluated on every row of the batch, as the operator's own
+    // expression would be (a nondeterministic one reads that, and each `create_expr` clears it).
     let native = with_plan_context(text_context, || create_expr(expr, &text_schema))?;
+    let args = t.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
     let return_type = match result_type(expr) {
         Some(ty) => to_arrow_type(ty)?,
         None => native.data_type(&text_schema)?,

@@ -284,6 +284,17 @@ class EmberRowConversionSuite extends EmberQueryTest {
             ),
           cls[EmberProjectExec]
         ),
+        // Text made from no column (Spark's `rand` sequence), a null test of an array of strings.
+        (
+          () =>
+            t.selectExpr(
+              "id",
+              "s",
+              "CAST(CAST(rand(7) * 1000 AS INT) AS STRING) AS r",
+              "split(s, 'A') IS NULL AS n"
+            ),
+          cls[EmberProjectExec]
+        ),
         // A function reading text with a scalar subquery's value among its arguments.
         (
           () => {
@@ -335,6 +346,11 @@ class EmberRowConversionSuite extends EmberQueryTest {
           val spark = withEmber(enabled = false)(exactBytes(query()))
           assert(withEmber(enabled = true)(exactBytes(query())) == spark, s"$way: ${query().queryExecution}")
         }
+        // A nondeterministic function reading strings has no twin: Spark evaluates it, never a failed task.
+        val random = () => t.selectExpr("id", "concat(s, CAST(rand(7) AS STRING)) AS c")
+        assert(
+          withEmber(enabled = true)(exactBytes(random())) == withEmber(enabled = false)(exactBytes(random()))
+        )
         assertNoNativeMemoryHeld()
       }
       // The cached plan would serve `spark.read.parquet(path)` from here on.

@@ -187,34 +187,49 @@ object ExprSerde {
    * function, already inside a `Text`, or Spark's twin cannot be made (the plan then keeps strings as UTF-8).
    */
   private def text(expr: Expression, input: Seq[Attribute]): Option[Result] = {
-    val isText = (FunctionSerde.handles(expr) || expr.isInstanceOf[Cast]) &&
+    // A null test of an array of strings (`split(s, ',') IS NULL`) too: arrays reach no other non-function.
+    val isText = (FunctionSerde.handles(expr) || expr.isInstanceOf[Cast] ||
+      ((expr.isInstanceOf[IsNull] || expr.isInstanceOf[IsNotNull]) && expr.children.head.dataType
+        .isInstanceOf[ArrayType])) &&
       (mentionsString(expr.dataType) || expr.children.exists(c => mentionsString(c.dataType)))
-    lazy val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
     if (
-      !EmberConf.STRINGS_AS_BYTES.get() || inText.get() || !isText || !expr.deterministic || refs.isEmpty ||
-      refs.exists(a => input.indexWhere(_.exprId == a.exprId) < 0) || expr.exists(
+      !EmberConf.STRINGS_AS_BYTES.get() || inText.get() || !isText || expr.exists(
         _.isInstanceOf[BoundReference]
       )
-    ) return None
+    )
+      return None
+    val refs = expr.references.toSeq.sortBy(a => input.indexWhere(_.exprId == a.exprId))
+    if (refs.exists(a => input.indexWhere(_.exprId == a.exprId) < 0)) return None
+    // An expression of no column (`uuid()`, `CAST(rand() AS STRING)`) reads one it ignores, for the row count.
+    val reads =
+      if (refs.nonEmpty) refs
+      else
+        input
+          .find(a => !mentionsString(a.dataType) && TypeSerde.convert(a.dataType, "UTC", false).isRight)
+          .toSeq
+    if (reads.isEmpty) return None
     inText.set(true)
     val native =
-      try nodeOrJvm(expr, refs)
+      try nodeOrJvm(expr, reads)
       finally inText.set(false)
     native match {
       case Left(reason) => Some(Left(reason))
       case Right(n) if n.hasJvm => None // Spark's expression already: reads strings as bytes itself
       case Right(n) =>
         val spark =
-          if (!refs.exists(a => mentionsString(a.dataType))) Right(None)
-          else jvmUnchecked(expr, refs).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
-        spark.toOption.map { twin =>
-          convertAllUnchecked(refs, input).map { children =>
-            val b = proto.Text.newBuilder().setNative(n)
-            children.foreach(b.addChildren)
-            twin.foreach(b.setSpark)
-            wrap(_.setText(b))
-          }
-        }
+          if (!reads.exists(a => mentionsString(a.dataType))) Right(None)
+          else jvmUnchecked(expr, reads).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
+        Some(spark match {
+          // Without the twin a batch of invalid UTF-8 would fail the task where Spark answers: Spark runs it.
+          case Left(why) => Left(s"${expr.prettyName} reads strings, which may hold invalid UTF-8, and $why")
+          case Right(twin) =>
+            convertAllUnchecked(reads, input).map { children =>
+              val b = proto.Text.newBuilder().setNative(n)
+              children.foreach(b.addChildren)
+              twin.foreach(b.setSpark)
+              wrap(_.setText(b))
+            }
+        })
     }
   }
 
