@@ -75,11 +75,16 @@ impl Kernel for JvmKernel {
             return internal_err!("{}: the JVM returned {} values for {rows} rows", self.name, out.len());
         }
         // Spark's Arrow conversion may label types differently (a timestamp's zone, string offsets): same values.
-        if out.data_type() == &self.return_type {
-            Ok(out)
-        } else {
-            Ok(cast(&out, &self.return_type)?)
-        }
+        labelled(out, &self.return_type)
+    }
+}
+
+/// `out` as `to`, a type with the same values (a string relabelled as bytes, another time zone's label).
+pub(crate) fn labelled(out: ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    if out.data_type() == to {
+        Ok(out)
+    } else {
+        Ok(cast(&out, to)?)
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions};
-use arrow::compute::{cast, cast_with_options, CastOptions};
+use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, SchemaRef};
 use datafusion_common::{internal_err, Result};
 use datafusion_physical_expr::PhysicalExpr;
@@ -73,11 +73,7 @@ impl Kernel for TextKernel {
         let batch = RecordBatch::try_new_with_options(self.text_schema.clone(), text, &options)?;
         let out = self.native.evaluate(&batch)?.into_array(rows)?;
         // A string result made from valid text is valid: relabelled as bytes without a copy.
-        if out.data_type() == &self.return_type {
-            Ok(out)
-        } else {
-            Ok(cast(&out, &self.return_type)?)
-        }
+        super::jvm::labelled(out, &self.return_type)
     }
 }
 
