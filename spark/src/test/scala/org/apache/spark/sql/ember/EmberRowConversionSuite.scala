@@ -268,7 +268,14 @@ class EmberRowConversionSuite extends EmberQueryTest {
           cls[EmberFilterExec]
         ),
         (() => t.orderBy(col("s"), col("id")), cls[EmberSortExec]),
-        (() => t.repartition(4, col("s")).groupBy("s").agg(count("*"), sum("id")), cls[EmberAggregateExec])
+        (() => t.repartition(4, col("s")).groupBy("s").agg(count("*"), sum("id")), cls[EmberAggregateExec]),
+        (() => t.orderBy(col("s").desc, col("id")).limit(7), cls[EmberTakeOrderedAndProjectExec]),
+        (() => t.rollup("s", "ok").agg(count("*"), max("s")), cls[EmberExpandExec]),
+        (
+          () => t.crossJoin(broadcast(t.select(col("s").as("t")).distinct())).where("s < t"),
+          cls[EmberBroadcastNestedLoopJoinExec]
+        ),
+        (() => t.select("s").union(t.select("ok")).groupBy("s").count(), cls[EmberAggregateExec])
       )
       val textual: Seq[(() => DataFrame, Class[_ <: EmberExec])] = Seq(
         (() => t.selectExpr("upper(s) AS u").groupBy("u").count(), cls[EmberAggregateExec]),
