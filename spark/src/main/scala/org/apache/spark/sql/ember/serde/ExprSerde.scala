@@ -184,7 +184,8 @@ object ExprSerde {
    * reads, with Spark's own expression as its twin, which the engine runs over a batch whose strings are not
    * valid UTF-8 (its string kernels take valid UTF-8; Spark's `UTF8String` any bytes). That lets a plan with
    * string functions carry strings as bytes (proto `Text`). None where it converts as usual: not such a
-   * function, already inside a `Text`, or Spark's twin cannot be made (the plan then keeps strings as UTF-8).
+   * function, or already inside a `Text`. A reason where it reads strings and Spark's twin cannot be made
+   * (nondeterministic, not serializable): it stays in Spark rather than fail a task on invalid UTF-8.
    */
   private def text(expr: Expression, input: Seq[Attribute]): Option[Result] = {
     // A null test of an array of strings (`split(s, ',') IS NULL`) too: arrays reach no other non-function.
@@ -221,7 +222,11 @@ object ExprSerde {
           else jvmUnchecked(expr, reads).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
         Some(spark match {
           // Without the twin a batch of invalid UTF-8 would fail the task where Spark answers: Spark runs it.
-          case Left(why) => Left(s"${expr.prettyName} reads strings, which may hold invalid UTF-8, and $why")
+          case Left(why) =>
+            Left(
+              s"${expr.prettyName} reads strings, which may hold invalid UTF-8, and has no Spark twin for them " +
+                s"($why); ${EmberConf.STRINGS_AS_BYTES.key}=false runs it natively, failing on invalid UTF-8"
+            )
           case Right(twin) =>
             convertAllUnchecked(reads, input).map { children =>
               val b = proto.Text.newBuilder().setNative(n)
