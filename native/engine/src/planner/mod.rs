@@ -213,8 +213,9 @@ impl Planner {
             }
             Kind::SpillingHashJoin(j) => {
                 expect_children(2)?;
-                let right = children.remove(1);
+                // Keyed by both sides: joins over one broadcast may differ in their probe side alone.
                 let shared = self.shared_build(j, op, &children);
+                let right = children.remove(1);
                 spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right, shared, &self.scans)?
             }
             Kind::Aggregate(a) => {

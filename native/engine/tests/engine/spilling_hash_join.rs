@@ -1256,3 +1256,61 @@ async fn shared_build_probed_by_every_task() {
         }
     }
 }
+
+/// One broadcast feeds two joins whose protos are byte for byte the same (keys bound by position) but whose
+/// probe sides differ (TPC-DS q4/q11/q74: a reused customer broadcast joined with store_sales in one stage and
+/// web_sales in another). Each join must get a table of its own: the registry's key covers both sides'
+/// schemas, not only the build side's.
+#[tokio::test]
+async fn joins_sharing_a_broadcast_with_different_probe_sides_keep_their_own_tables() {
+    use ember_engine::planner::Planner;
+    let build = side(build_schema(), Shape { rows: 500, domain: 200, null_keys: 0.05, hot: 0.0 }, 90);
+    let renamed = |prefix: &str| {
+        Arc::new(Schema::new(
+            probe_schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_name(format!("{prefix}_{}", f.name())))
+                .collect::<Vec<_>>(),
+        )) as SchemaRef
+    };
+    let memory = Arc::new(CountingMemory::default());
+    let builds = Arc::new(SharedBuilds::new(memory.clone()));
+    let hj = pb::SpillingHashJoin {
+        join_type: pb::JoinType::Inner as i32,
+        build_side: pb::BuildSide::Left as i32,
+        left_keys: vec![common::col(0, &DataType::Int64)],
+        right_keys: vec![common::col(0, &DataType::Int64)],
+        null_safe: vec![false],
+        ..Default::default()
+    };
+    for (seed, prefix) in [(91, "ss"), (92, "ws"), (93, "ss")] {
+        let ps = renamed(prefix);
+        let base = side(probe_schema(), PROBE, seed);
+        let probe: Vec<RecordBatch> =
+            base.iter().map(|b| RecordBatch::try_new(ps.clone(), b.columns().to_vec()).unwrap()).collect();
+        let mut right_input = common::input(1, &ps);
+        if let Some(pb::operator::Kind::Input(i)) = right_input.kind.as_mut() {
+            i.input_index = 1;
+        }
+        let plan_op = common::op(
+            1,
+            pb::operator::Kind::SpillingHashJoin(hj.clone()),
+            vec![common::input(0, &build_schema()), right_input],
+        );
+        let plan = Planner::new(vec![
+            common::reader(build.clone(), build_schema()),
+            common::reader(probe.clone(), ps.clone()),
+        ])
+        .with_shared_builds([(0, builds.clone())].into_iter().collect())
+        .create_plan(&plan_op)
+        .unwrap();
+        let e = env(1 << 30, SpillCompression::Uncompressed);
+        let got = collect(plan, e.ctx.clone()).await.unwrap_or_else(|err| panic!("probe side {prefix}: {err}"));
+        let expected =
+            reference_join(&build, &base, on(), None, JoinType::Inner, NullEquality::NullEqualsNothing).await;
+        assert_eq!(rows(&got), rows(&expected), "probe side {prefix}");
+    }
+    // One table per distinct probe side: the third join (ss again) probes the first one's.
+    assert_eq!(memory.asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+}

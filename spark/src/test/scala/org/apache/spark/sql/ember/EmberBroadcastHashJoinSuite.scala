@@ -253,6 +253,25 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
     }
   }
 
+  test("one broadcast reused by joins whose probe sides differ only in their columns' names") {
+    // TPC-DS q4/q11/q74: a CTE's customer broadcast reused by a join with store_sales and one with web_sales.
+    // The two joins' protos are the same bytes (keys bound by position); each must build its own table.
+    bothAqeModes {
+      val dim = r.select(col("rk").as("dk"), col("rs").as("ds"))
+      val a = l.select(col("lid").as("aid"), col("lk").as("ak"), col("lv").as("av"))
+      val b = left.select(col("i64").as("bid"), (col("i32") % 300).as("bk"), col("i16").cast("long").as("bv"))
+      // Built on the left, as in those queries (the build side's schema alone used to key the shared table).
+      val ja = broadcast(dim).join(a, col("ak") === col("dk")).select(lit("a"), col("aid"), col("av"), col("ds"))
+      val jb = broadcast(dim).join(b, col("bk") === col("dk")).select(lit("b"), col("bid"), col("bv"), col("ds"))
+      val df = check(ja.union(jb))
+      assert(joins(df).map(_.buildSide) == Seq(BuildLeft, BuildLeft), df.queryExecution.executedPlan)
+      val reused = collectWithSubqueries(df.queryExecution.executedPlan) {
+        case e: org.apache.spark.sql.execution.exchange.ReusedExchangeExec => e
+      }
+      assert(reused.nonEmpty, s"the broadcast is not reused in\n${df.queryExecution.executedPlan}")
+    }
+  }
+
   test("an aggregate over a broadcast join over a shuffle (native end to end)") {
     bothAqeModes {
       val agg = l.groupBy(col("lk")).agg(sum(col("lv") % 1000).as("sv"), count(lit(1)).as("n"))
