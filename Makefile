@@ -34,6 +34,7 @@ jar-dev: native-dev
 
 lint:
 	cargo fmt --all -- --check
+	dev/check-licenses > /dev/null
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(MVN) org.antipathy:mvn-scalafmt_2.13:1.1.1713302731.c3d0074:format -Dscalafmt.validateOnly=true
 
