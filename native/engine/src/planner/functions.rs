@@ -376,7 +376,10 @@ pub fn scalar_function_expr(f: &pb::ScalarFunction, schema: &Schema) -> Result<P
             _ => return Err(unsupported()),
         },
         "abs" => match sig {
-            ([t], rt) if t == rt && matches!(t, Int8 | Int16 | Int32 | Int64 | Float32 | Float64) => {
+            // A decimal's absolute value fits its own precision: Spark keeps the type and never overflows.
+            ([t], rt)
+                if t == rt && matches!(t, Int8 | Int16 | Int32 | Int64 | Float32 | Float64 | Decimal128(_, _)) =>
+            {
                 if mode == Mode::Try {
                     return Err(plan_error("abs has no TRY mode"));
                 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    ArrowPrimitiveType, DataType, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
 };
 use datafusion_common::{internal_err, Result};
 
@@ -385,6 +385,11 @@ impl Kernel for Abs {
             DataType::Int64 => abs_int::<Int64Type>(a, self.ansi, i64::MIN, "long"),
             DataType::Float32 => Ok(Arc::new(a.as_primitive::<Float32Type>().unary::<_, Float32Type>(f32::abs))),
             DataType::Float64 => Ok(Arc::new(a.as_primitive::<Float64Type>().unary::<_, Float64Type>(f64::abs))),
+            DataType::Decimal128(p, s) => Ok(Arc::new(
+                a.as_primitive::<Decimal128Type>()
+                    .unary::<_, Decimal128Type>(i128::wrapping_abs)
+                    .with_precision_and_scale(*p, *s)?,
+            )),
             t => internal_err!("abs of {t}"),
         }
     }

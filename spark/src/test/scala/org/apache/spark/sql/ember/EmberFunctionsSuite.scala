@@ -92,7 +92,11 @@ class EmberFunctionsSuite extends EmberQueryTest {
     "trunc(dt, 'week')",
     "trunc(dt, s)",
     "abs(f64)",
-    "abs(f32)"
+    "abs(f32)",
+    // Every precision: DECIMAL(10,2), (38,10), and DECIMAL(22,6) as in TPC-DS q47.
+    "abs(dec)",
+    "abs(dec38)",
+    "abs(CAST(dec AS DECIMAL(22, 6)))"
   )
 
   test("functions in a projection and a filter, ANSI on and off") {

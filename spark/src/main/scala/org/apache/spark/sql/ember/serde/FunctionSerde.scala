@@ -526,7 +526,7 @@ object FunctionSerde {
     classOf[TruncDate] -> Fn("trunc", "date, string format", dates),
     classOf[Abs] -> Fn(
       "abs",
-      "tinyint/smallint/int/bigint/float/double",
+      "tinyint/smallint/int/bigint/float/double/decimal",
       all,
       e => if (e.asInstanceOf[Abs].failOnError) EvalMode.ANSI else EvalMode.LEGACY
     ),
