@@ -439,6 +439,18 @@ object EmberConf {
       "refuses it, or with this off, every task builds its own table under its own budget (and may spill)."
   )
 
+  val BROADCAST_SHARED_BUILD_MAX_FRACTION: Entry[Double] = register(
+    Entry[Double](
+      "spark.ember.exec.broadcastHashJoin.sharedBuild.maxMemoryFraction",
+      0.25,
+      "Static (read on each executor): the share of `spark.memory.offHeap.size` that an executor's shared " +
+        "broadcast hash tables may hold at once. A table lives as long as its broadcast value, which Spark " +
+        "removes only once the driver has collected the broadcast, so without a bound the tables of finished " +
+        "queries would starve execution memory in a long session; past it a join's tasks build their own " +
+        "tables under their own budgets (and may spill)."
+    , _.trim.toDouble)
+  )
+
   val EXEC_RANGE_SHUFFLE: Entry[Boolean] = bool(
     "spark.ember.exec.rangeShuffle.enabled",
     default = true,

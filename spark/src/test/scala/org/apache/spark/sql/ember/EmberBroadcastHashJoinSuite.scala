@@ -1,6 +1,6 @@
 package org.apache.spark.sql.ember
 
-import org.apache.spark.SparkConf
+import org.apache.spark.{SparkConf, SparkEnv}
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.classic.DataFrame
@@ -95,6 +95,34 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
         else assert(built > buildRows, s"$jt: $built rows built per task, the build side has $buildRows")
       }
     }
+  }
+
+  test("the executor's shared tables hold at most their share of the off-heap pool; past it, tables per task") {
+    // Spark cannot evict a shared table's storage memory, and a table lives until the driver collects its
+    // broadcast: unbounded, the tables of finished queries starved execution memory (TPC-DS at SF 0.01, from
+    // its 66th statement on, on a 256 MiB pool). The share is static: set on the executor's conf here.
+    val key = EmberConf.BROADCAST_SHARED_BUILD_MAX_FRACTION.key
+    val conf = SparkEnv.get.conf
+    val before = conf.getOption(key)
+    val probe = l.repartition(8, col("lid"))
+    try {
+      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+        val pool = conf.getSizeAsBytes("spark.memory.offHeap.size")
+        conf.set(key, "0")
+        val held = SharedBuildMemory.heldBytes
+        val df = check(probe.join(broadcast(r), residual))
+        val built = joins(df).map(_.metrics("build_rows").value).sum
+        val buildRows = exchanges(df).map(_.rowCount()).sum
+        assert(built > buildRows, s"no room for a shared table: $built rows built per task, $buildRows broadcast")
+        assert(SharedBuildMemory.heldBytes == held)
+        // A cap of a few tables: each new broadcast is shared until the cap, then built per task.
+        conf.set(key, "0.0005")
+        for (i <- 0 until 6) {
+          check(probe.join(broadcast(r.where(col("rid") % 6 =!= i)), residual))
+          assert(SharedBuildMemory.heldBytes <= (pool * 0.0005).toLong, s"query $i")
+        }
+      }
+    } finally before.fold(conf.remove(key))(conf.set(key, _))
   }
 
   test("dynamic partition pruning reuses Ember's broadcast (its subquery's plan is the broadcast itself)") {
