@@ -11,7 +11,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory test-memory-spark \
-	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data bench-tpch
+	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data tpcds-data bench-tpch
 
 all: jar
 
@@ -43,7 +43,7 @@ test-rust:
 
 # Scala suites (Ember off vs on, exact rows, native nodes asserted) against the jar's classes and library.
 # On failure, the failed tests' names and causes are printed last, where a log's tail shows them.
-test-scala: jar-dev tpch-data
+test-scala: jar-dev tpch-data tpcds-data
 	$(MVN) test || { grep -h -A12 'FAILED \*\*\*' spark/target/surefire-reports/EmberTestSuite.txt | head -150; exit 1; }
 
 # A fast subset of Spark's own SQL suites with Ember switched on.
@@ -108,6 +108,21 @@ dev/work/tpch/sf%/lineitem.parquet: | $(VENV)/bin/tpchgen-cli
 	rm -rf dev/work/tpch/sf$* && mv dev/work/tpch/sf$*.tmp dev/work/tpch/sf$*
 
 tpch-data: dev/work/tpch/sf0.01/lineitem.parquet
+
+# TPC-DS data: tpcgen-cli (the same project's TPC-DS generator, pinned) writes one Parquet file per table into
+# dev/work/tpcds/sf<SF>. SF 0.01 is EmberTpcdsSuite's data set (make test-scala makes it first). The queries are
+# Spark's own (tpcds/q*.sql in the spark-sql test-jar), read at run time.
+TPCGEN_VERSION := 4.0.0
+$(VENV)/bin/tpcgen-cli:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q tpcgen-cli==$(TPCGEN_VERSION)
+
+dev/work/tpcds/sf%/store_sales.parquet: | $(VENV)/bin/tpcgen-cli
+	rm -rf dev/work/tpcds/sf$*.tmp
+	$(VENV)/bin/tpcgen-cli tpcds parquet -s $* --output-dir=dev/work/tpcds/sf$*.tmp
+	rm -rf dev/work/tpcds/sf$* && mv dev/work/tpcds/sf$*.tmp dev/work/tpcds/sf$*
+
+tpcds-data: dev/work/tpcds/sf0.01/store_sales.parquet
 
 demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
