@@ -11,7 +11,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory test-memory-spark \
-	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data bench-tpch
+	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data tpcds-data bench-tpch
 
 all: jar
 
@@ -109,6 +109,21 @@ dev/work/tpch/sf%/lineitem.parquet: | $(VENV)/bin/tpchgen-cli
 
 tpch-data: dev/work/tpch/sf0.01/lineitem.parquet
 
+# TPC-DS data: tpcgen-cli (the same project's TPC-DS generator, pinned) writes one Parquet file per table into
+# dev/work/tpcds/sf<SF>. SF 0.01 is EmberTpcdsSuite's data set (make test-scala makes it first). The queries are
+# Spark's own (tpcds/q*.sql in the spark-sql test-jar), read at run time.
+TPCGEN_VERSION := 4.0.0
+$(VENV)/bin/tpcgen-cli:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q tpcgen-cli==$(TPCGEN_VERSION)
+
+dev/work/tpcds/sf%/store_sales.parquet: | $(VENV)/bin/tpcgen-cli
+	rm -rf dev/work/tpcds/sf$*.tmp
+	$(VENV)/bin/tpcgen-cli tpcds parquet -s $* --output-dir=dev/work/tpcds/sf$*.tmp
+	rm -rf dev/work/tpcds/sf$* && mv dev/work/tpcds/sf$*.tmp dev/work/tpcds/sf$*
+
+tpcds-data: dev/work/tpcds/sf0.01/store_sales.parquet
+
 demo: $(VENV)/bin/spark-submit
 	@test -f $(TARGET_DIR)/release/$(LIB) && test -f $(JAR) || $(MAKE) jar
 	dev/demo.sh
@@ -137,6 +152,14 @@ $(COMET_JAR):
 
 bench-tpch: jar $(VENV)/bin/spark-submit $(COMET_JAR) dev/work/tpch/sf$(TPCH_SF)/lineitem.parquet
 	$(VENV)/bin/python dev/bench/tpch.py --sf $(TPCH_SF) $(TPCH_ARGS)
+
+# TPC-DS's 103 statements (Spark's own tpcds/q*.sql, read at run time from the spark-sql test-jar, which
+# dev/bench/tpcds.py finds in Maven's local repository or fetches) on the same three engines, each in its own
+# spark-submit (see dev/bench/README.md). TPCDS_SF=1 by default; TPCDS_ARGS is passed to dev/bench/tpcds.py.
+TPCDS_SF ?= 1
+.PHONY: bench-tpcds
+bench-tpcds: jar $(VENV)/bin/spark-submit $(COMET_JAR) dev/work/tpcds/sf$(TPCDS_SF)/store_sales.parquet
+	$(VENV)/bin/python dev/bench/tpcds.py --sf $(TPCDS_SF) $(TPCDS_ARGS)
 
 clean:
 	cargo clean
