@@ -263,8 +263,11 @@ def error_of(e):
             cls = root.getCondition()
         except Exception:
             pass
+        lines = [l.strip() for l in str(root.getMessage() or "").strip().splitlines()] or [""]
+        # Spark's errors say it all on their first line (the SQL context follows); others, e.g. Ember's native
+        # errors, may go on over several (which join columns are missing): those are kept, up to 200 characters.
+        first = lines[0] if cls else " ".join(l for l in lines if l)
         cls = cls or root.getClass().getSimpleName()
-        first = (str(root.getMessage() or "").strip().splitlines() or [""])[0]
     return cls or type(e).__name__, first[:200]
 
 
