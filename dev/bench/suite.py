@@ -581,8 +581,17 @@ def report(suite, args, engines, sessions):
             continue
         left = [[suite.label(sid), ", ".join(best[e][sid]["spark_operators"]) or "(none)"] for sid in sids
                 if not best[e][sid]["error"]]
-        print(f"Spark operators left in {e}'s plans:\n")
-        table(["query", "Spark operators"], left)
+        if left:
+            print(f"Spark operators left in {e}'s plans:\n")
+            table(["query", "Spark operators"], left)
+        by_op = {}
+        for sid in sids:
+            for op in [] if best[e][sid]["error"] else best[e][sid]["spark_operators"]:
+                by_op.setdefault(op, []).append(suite.label(sid))
+        if by_op:
+            print(f"The same by operator ({e}):\n")
+            table(["Spark operator", "statements", "in"],
+                  [[op, len(ls), ", ".join(ls)] for op, ls in sorted(by_op.items(), key=lambda kv: -len(kv[1]))])
     # The plugins must really have run: every plan has native operators (Comet's named Comet*, Ember's Ember*).
     for e in engines:
         if base_engine(e) != "vanilla":
@@ -636,7 +645,8 @@ def summarize(suite, engines, best, base, sids):
         if base and e != base:
             ratios = {sid: best[base][sid]["wall_s"] / best[e][sid]["wall_s"] for sid in common}
             slower[e] = [f"{suite.label(sid)} ({r:.2f}x)" for sid, r in ratios.items() if r < 1]
-            speed, n_slower = f"{geomean(list(ratios.values())):.2f}x", str(len(slower[e]))
+            speed = f"{geomean(list(ratios.values())):.2f}x" if ratios else "-"
+            n_slower = str(len(slower[e]))
         else:
             speed, n_slower = ("1.00x", "-") if e == base else ("-", "-")
         summary.append([
@@ -644,7 +654,7 @@ def summarize(suite, engines, best, base, sids):
             "/".join(str(matches.count(m)) for m in ("yes", "ties", "DIFF")) if base and e != base else "-",
             f"{full}/{len(ok)}" if native else "-",
             f"{nat}/{tot} ({100 * nat / max(tot, 1):.0f}%)" if native else "-",
-            speed, f"{sum(best[e][sid]['wall_s'] for sid in common):.1f}", n_slower,
+            speed, f"{sum(best[e][sid]['wall_s'] for sid in common):.1f}" if common else "-", n_slower,
         ])
     return summary, slower
 
