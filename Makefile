@@ -153,6 +153,14 @@ $(COMET_JAR):
 bench-tpch: jar $(VENV)/bin/spark-submit $(COMET_JAR) dev/work/tpch/sf$(TPCH_SF)/lineitem.parquet
 	$(VENV)/bin/python dev/bench/tpch.py --sf $(TPCH_SF) $(TPCH_ARGS)
 
+# TPC-DS's 103 statements (Spark's own tpcds/q*.sql, read at run time from the spark-sql test-jar, which
+# dev/bench/tpcds.py finds in Maven's local repository or fetches) on the same three engines, each in its own
+# spark-submit (see dev/bench/README.md). TPCDS_SF=1 by default; TPCDS_ARGS is passed to dev/bench/tpcds.py.
+TPCDS_SF ?= 1
+.PHONY: bench-tpcds
+bench-tpcds: jar $(VENV)/bin/spark-submit $(COMET_JAR) dev/work/tpcds/sf$(TPCDS_SF)/store_sales.parquet
+	$(VENV)/bin/python dev/bench/tpcds.py --sf $(TPCDS_SF) $(TPCDS_ARGS)
+
 clean:
 	cargo clean
 	$(MVN) clean
