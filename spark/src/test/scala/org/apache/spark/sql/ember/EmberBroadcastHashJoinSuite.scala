@@ -114,7 +114,8 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
         val built = joins(df).map(_.metrics("build_rows").value).sum
         val buildRows = exchanges(df).map(_.rowCount()).sum
         assert(built > buildRows, s"no room for a shared table: $built rows built per task, $buildRows broadcast")
-        assert(SharedBuildMemory.heldBytes == held)
+        // Nothing taken (earlier tests' tables may have been collected meanwhile).
+        assert(SharedBuildMemory.heldBytes <= held)
         // A cap of a few tables: each new broadcast is shared until the cap, then built per task.
         conf.set(key, "0.0005")
         for (i <- 0 until 6) {
