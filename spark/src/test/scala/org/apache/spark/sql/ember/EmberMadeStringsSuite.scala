@@ -100,10 +100,7 @@ class EmberMadeStringsSuite extends EmberQueryTest {
   test("made strings: decode, substring of a cast and of bytes, string functions over them") {
     withMade {
       // Spark's decode reports bytes that are not UTF-8 (MALFORMED_CHARACTER_CODING); valid ones decode.
-      checkSparkErrorAndNative(
-        sql("SELECT decode(b, 'UTF-8') AS d, count(*) AS n FROM made GROUP BY d"),
-        Seq(cls[EmberAggregateExec])
-      )
+      checkSparkErrorAndNative(sql("SELECT id, decode(b, 'UTF-8') AS d FROM made"), Seq(cls[EmberProjectExec]))
       checkSparkAnswerAndNative(
         sql("SELECT decode(b, 'UTF-8') AS d, count(*) AS n FROM made WHERE id % 9 IN (3, 4, 5, 7, 8) GROUP BY d"),
         Seq(cls[EmberAggregateExec])
