@@ -213,7 +213,10 @@ mod tests {
         let invalid: ArrayRef = Arc::new(BinaryArray::from(vec![Some(b"a".as_slice()), Some(&[0xc3, 0x28][..])]));
         let err = TextFromBytes.invoke(&[invalid]).unwrap_err();
         assert!(is_invalid_text(&err));
-        assert!(err.to_string().contains("CAST(binary AS STRING) made a string that is not valid UTF-8 (row 1"), "{err}");
+        assert!(
+            err.to_string().contains("CAST(binary AS STRING) made a string that is not valid UTF-8 (row 1"),
+            "{err}"
+        );
         let wrapped = DataFusionError::Context("evaluating".into(), Box::new(err));
         assert!(is_invalid_text(&DataFusionError::ArrowError(
             Box::new(arrow::error::ArrowError::ExternalError(Box::new(wrapped))),
