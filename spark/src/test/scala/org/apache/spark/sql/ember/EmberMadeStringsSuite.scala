@@ -50,9 +50,16 @@ class EmberMadeStringsSuite extends EmberQueryTest {
 
   test("made strings: sort") {
     withMade {
-      checkSparkAnswerAndNative(sql("SELECT s, id FROM made ORDER BY s, id"), Seq(cls[EmberSortExec]), ordered = true)
+      checkSparkAnswerAndNative(
+        sql("SELECT s, id FROM made ORDER BY s, id"),
+        Seq(cls[EmberSortExec]),
+        ordered = true
+      )
       checkBytes(sql("SELECT s, id FROM made ORDER BY s DESC, id"), cls[EmberSortExec])
-      checkBytes(sql("SELECT s, id FROM made ORDER BY s DESC, id LIMIT 20"), cls[EmberTakeOrderedAndProjectExec])
+      checkBytes(
+        sql("SELECT s, id FROM made ORDER BY s DESC, id LIMIT 20"),
+        cls[EmberTakeOrderedAndProjectExec]
+      )
     }
   }
 
@@ -70,10 +77,15 @@ class EmberMadeStringsSuite extends EmberQueryTest {
         checkBytes(shuffled, cls[EmberProjectExec])
         val df = withEmber(enabled = true)(shuffled)
         df.collect()
-        assert(executedNodes(df).exists(_.isInstanceOf[EmberShuffleExchangeExec]), df.queryExecution.executedPlan)
+        assert(
+          executedNodes(df).exists(_.isInstanceOf[EmberShuffleExchangeExec]),
+          df.queryExecution.executedPlan
+        )
       }
       checkBytes(
-        sql("SELECT /*+ BROADCAST(b) */ a.id, b.s FROM made a JOIN (SELECT DISTINCT s FROM made) b ON a.s = b.s"),
+        sql(
+          "SELECT /*+ BROADCAST(b) */ a.id, b.s FROM made a JOIN (SELECT DISTINCT s FROM made) b ON a.s = b.s"
+        ),
         cls[EmberBroadcastHashJoinExec]
       )
     }
@@ -100,9 +112,14 @@ class EmberMadeStringsSuite extends EmberQueryTest {
   test("made strings: decode, substring of a cast and of bytes, string functions over them") {
     withMade {
       // Spark's decode reports bytes that are not UTF-8 (MALFORMED_CHARACTER_CODING); valid ones decode.
-      checkSparkErrorAndNative(sql("SELECT id, decode(b, 'UTF-8') AS d FROM made"), Seq(cls[EmberProjectExec]))
+      checkSparkErrorAndNative(
+        sql("SELECT id, decode(b, 'UTF-8') AS d FROM made"),
+        Seq(cls[EmberProjectExec])
+      )
       checkSparkAnswerAndNative(
-        sql("SELECT decode(b, 'UTF-8') AS d, count(*) AS n FROM made WHERE id % 9 IN (3, 4, 5, 7, 8) GROUP BY d"),
+        sql(
+          "SELECT decode(b, 'UTF-8') AS d, count(*) AS n FROM made WHERE id % 9 IN (3, 4, 5, 7, 8) GROUP BY d"
+        ),
         Seq(cls[EmberAggregateExec])
       )
       checkBytes(
