@@ -103,6 +103,7 @@ impl NativePlan {
             jdk_feature: config.jdk_feature,
             partition_index: task.partition_index,
             strings_as_bytes,
+            text_twin: false,
         };
         let (root, output_schema) = crate::planner::expr::with_plan_context(context, || -> Result<_> {
             let output = plan.output_schema.as_ref().ok_or_else(|| plan_error("plan without an output schema"))?;

@@ -411,7 +411,7 @@ pub fn checked_strings(
 /// The first value of `data` (between consecutive `offsets`) that is not valid UTF-8, or offsets that are not
 /// monotonic within `data`; None when every value is valid. The span the offsets cover is validated at once
 /// (SIMD), then every offset is checked to fall on a character boundary, which together prove each value valid.
-fn first_invalid_utf8<O: arrow::array::OffsetSizeTrait>(offsets: &[O], data: &[u8]) -> Option<usize> {
+pub(crate) fn first_invalid_utf8<O: arrow::array::OffsetSizeTrait>(offsets: &[O], data: &[u8]) -> Option<usize> {
     let at = |o: &O| o.to_usize().filter(|&o| o <= data.len());
     let (Some(first), Some(last)) = (offsets.first().map(at), offsets.last().map(at)) else { return None };
     let (Some(first), Some(last)) = (first, last) else { return Some(0) };

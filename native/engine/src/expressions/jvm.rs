@@ -32,18 +32,19 @@ pub fn jvm_evaluator_registered() -> bool {
     EVALUATOR.get().is_some()
 }
 
-/// One `JvmExpr`: the serialized expression and its result type.
+/// One `JvmExpr`: the serialized expression and its result type. A string result always comes back as bytes
+/// (Spark's code may make any: `CAST(binary AS STRING)`, a UDF's `UTF8String`): as they are where the plan
+/// carries strings as `Binary`; where it wants `Utf8`, checked, a value that is not UTF-8 raising
+/// [`super::text::InvalidText`] (inside a `Text`, its twin then takes the batch).
 pub struct JvmKernel {
     name: String,
     expression: Arc<Vec<u8>>,
     return_type: DataType,
-    /// Whether the plan carries Spark's strings as `Binary` (a string result comes back as bytes).
-    strings_as_bytes: bool,
 }
 
 impl JvmKernel {
-    pub fn new(name: String, expression: Vec<u8>, return_type: DataType, strings_as_bytes: bool) -> Self {
-        Self { name, expression: Arc::new(expression), return_type, strings_as_bytes }
+    pub fn new(name: String, expression: Vec<u8>, return_type: DataType) -> Self {
+        Self { name, expression: Arc::new(expression), return_type }
     }
 }
 
@@ -70,9 +71,12 @@ impl Kernel for JvmKernel {
             args.to_vec(),
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?;
-        let out = evaluator.evaluate(&self.expression, &batch, self.strings_as_bytes)?;
+        let out = evaluator.evaluate(&self.expression, &batch, true)?;
         if out.len() != rows {
             return internal_err!("{}: the JVM returned {} values for {rows} rows", self.name, out.len());
+        }
+        if (out.data_type(), &self.return_type) == (&DataType::Binary, &DataType::Utf8) {
+            return super::text::bytes_as_text(&out, &self.name);
         }
         // Spark's Arrow conversion may label types differently (a timestamp's zone, string offsets): same values.
         labelled(out, &self.return_type)
@@ -98,7 +102,7 @@ mod tests {
     /// says why it cannot run; an empty batch needs no call.
     #[test]
     fn without_a_jvm_it_plans_and_fails_with_a_message() {
-        let kernel = JvmKernel::new("udf(s)".into(), vec![1, 2, 3], DataType::Int32, false);
+        let kernel = JvmKernel::new("udf(s)".into(), vec![1, 2, 3], DataType::Int32);
         let empty: ArrayRef = Arc::new(StringArray::from(Vec::<Option<&str>>::new()));
         let out = kernel.invoke(&[empty]).unwrap();
         assert_eq!((out.len(), out.data_type()), (0, &DataType::Int32));

@@ -4,12 +4,15 @@
 //! Arrow's string kernels take valid UTF-8 only. So each batch is checked: when every string the expression
 //! reads is valid UTF-8 (the usual case: one SIMD pass, no copy) the native kernels run over it as `Utf8`;
 //! otherwise Spark's own expression runs over the batch on the JVM ([`JvmKernel`]), the same code Spark runs.
+//! The same holds for strings the expression makes from bytes (`CAST(binary AS STRING)`, [`TextFromBytes`], or
+//! a JVM expression's string): they are checked where they are made, and a batch where one is not valid UTF-8
+//! ([`InvalidText`]) goes to Spark's twin too.
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, RecordBatchOptions};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, SchemaRef};
-use datafusion_common::{internal_err, Result};
+use datafusion_common::{internal_err, DataFusionError, Result};
 use datafusion_physical_expr::PhysicalExpr;
 
 use super::functions::Kernel;
@@ -56,6 +59,76 @@ fn as_text(column: &ArrayRef, to: &DataType) -> Result<Option<ArrayRef>> {
     Ok(cast_with_options(column, to, &strict).ok())
 }
 
+/// Raised where a string is made from bytes that are not valid UTF-8 in a plan or expression that carries
+/// strings as Arrow `Utf8`: inside a `Text` with Spark's twin the batch goes to the twin ([`TextKernel`]);
+/// anywhere else (a plan keeping strings as UTF-8, which the planner only allows for JVM expressions) the task
+/// fails with this message rather than carry a value Arrow's `Utf8` cannot hold.
+#[derive(Debug)]
+pub struct InvalidText {
+    /// What made the string.
+    pub made_by: String,
+    /// The first row holding invalid UTF-8.
+    pub row: usize,
+}
+
+impl std::fmt::Display for InvalidText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} made a string that is not valid UTF-8 (row {} of the batch) in a plan that carries strings as \
+             UTF-8; spark.ember.strings.asBytes.enabled=true carries them as bytes, or run this query with \
+             spark.ember.enabled=false",
+            self.made_by, self.row
+        )
+    }
+}
+
+impl std::error::Error for InvalidText {}
+
+/// Whether `err` is (or wraps) an [`InvalidText`].
+pub fn is_invalid_text(err: &DataFusionError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if e.downcast_ref::<InvalidText>().is_some() {
+            return true;
+        }
+        if let Some(DataFusionError::External(inner)) = e.downcast_ref::<DataFusionError>() {
+            if inner.downcast_ref::<InvalidText>().is_some() {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// `bytes` as `Utf8` without a copy, or [`InvalidText`] naming `made_by` when one value is not valid UTF-8.
+pub fn bytes_as_text(bytes: &ArrayRef, made_by: &str) -> Result<ArrayRef> {
+    let binary = bytes.as_binary::<i32>();
+    match crate::unsafe_row::binary_as_text(binary) {
+        Some(text) => Ok(Arc::new(text)),
+        None => {
+            let row = crate::unsafe_row::first_invalid_utf8(binary.value_offsets(), binary.value_data()).unwrap_or(0);
+            Err(DataFusionError::External(Box::new(InvalidText { made_by: made_by.to_string(), row })))
+        }
+    }
+}
+
+/// `CAST(binary AS STRING)` where strings are `Utf8` (the native side of a `Text` with Spark's twin): Spark
+/// keeps the bytes as they are; valid UTF-8 is relabelled as text without a copy, anything else is
+/// [`InvalidText`], which sends the batch to the twin.
+#[derive(Debug)]
+pub struct TextFromBytes;
+
+impl Kernel for TextFromBytes {
+    fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
+        match args {
+            [bytes] if bytes.data_type() == &DataType::Binary => bytes_as_text(bytes, "CAST(binary AS STRING)"),
+            _ => internal_err!("CAST(binary AS STRING) takes one binary column"),
+        }
+    }
+}
+
 impl Kernel for TextKernel {
     fn invoke(&self, args: &[ArrayRef]) -> Result<ArrayRef> {
         let Some(rows) = args.first().map(|a| a.len()) else {
@@ -71,7 +144,14 @@ impl Kernel for TextKernel {
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(self.text_schema.clone(), text, &options)?;
-        let out = self.native.evaluate(&batch)?.into_array(rows)?;
+        let out = match self.native.evaluate(&batch).and_then(|v| v.into_array(rows)) {
+            // A string the expression made from bytes is not UTF-8: Spark's twin evaluates the batch.
+            Err(e) if is_invalid_text(&e) => match &self.spark {
+                Some(spark) => return spark.invoke(args),
+                None => return Err(e),
+            },
+            other => other?,
+        };
         // A string result made from valid text is valid: relabelled as bytes without a copy.
         super::jvm::labelled(out, &self.return_type)
     }
@@ -111,7 +191,7 @@ mod tests {
     /// and without a twin the kernel refuses rather than read them as text.
     #[test]
     fn valid_text_runs_natively_and_invalid_bytes_go_to_spark() {
-        let spark = JvmKernel::new("chars(s)".into(), vec![1], DataType::Int32, true);
+        let spark = JvmKernel::new("chars(s)".into(), vec![1], DataType::Int32);
         let k = kernel(Some(spark));
         let valid: ArrayRef = Arc::new(BinaryArray::from(vec![Some("né".as_bytes()), None, Some(b"".as_slice())]));
         let out = k.invoke(&[valid]).unwrap();
@@ -121,5 +201,27 @@ mod tests {
         let err = k.invoke(std::slice::from_ref(&invalid)).unwrap_err().to_string();
         assert!(err.contains("chars(s) is evaluated by Spark on the JVM"), "{err}");
         assert!(kernel(None).invoke(&[invalid]).is_err());
+    }
+
+    /// `CAST(binary AS STRING)` among strings as `Utf8`: valid bytes relabelled as text, invalid ones an
+    /// [`InvalidText`] that a `Text` with a twin recognizes through the layers errors gain.
+    #[test]
+    fn text_from_bytes_relabels_valid_bytes_and_marks_invalid_ones() {
+        let valid: ArrayRef = Arc::new(BinaryArray::from(vec![Some("né".as_bytes()), None]));
+        let out = TextFromBytes.invoke(&[valid]).unwrap();
+        assert_eq!(out.as_string::<i32>().iter().collect::<Vec<_>>(), vec![Some("né"), None]);
+        let invalid: ArrayRef = Arc::new(BinaryArray::from(vec![Some(b"a".as_slice()), Some(&[0xc3, 0x28][..])]));
+        let err = TextFromBytes.invoke(&[invalid]).unwrap_err();
+        assert!(is_invalid_text(&err));
+        assert!(
+            err.to_string().contains("CAST(binary AS STRING) made a string that is not valid UTF-8 (row 1"),
+            "{err}"
+        );
+        let wrapped = DataFusionError::Context("evaluating".into(), Box::new(err));
+        assert!(is_invalid_text(&DataFusionError::ArrowError(
+            Box::new(arrow::error::ArrowError::ExternalError(Box::new(wrapped))),
+            None
+        )));
+        assert!(!is_invalid_text(&DataFusionError::Execution("other".into())));
     }
 }

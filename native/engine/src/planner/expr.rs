@@ -98,13 +98,9 @@ fn jvm_expr(j: &pb::JvmExpr, schema: &Schema) -> Result<PhysicalExprRef> {
     }
     let args = j.children.iter().map(|c| create_expr(c, schema)).collect::<Result<Vec<_>>>()?;
     let return_type = required_type(&j.result_type)?;
-    // Spark's code reads strings as bytes whichever way they come, and writes them as the plan carries them.
-    let kernel = crate::expressions::jvm::JvmKernel::new(
-        j.name.clone(),
-        j.expression.clone(),
-        return_type.clone(),
-        strings_as_bytes(),
-    );
+    // Spark's code reads strings as bytes whichever way they come, and writes them as bytes, which the kernel
+    // checks where the plan carries strings as `Utf8`.
+    let kernel = crate::expressions::jvm::JvmKernel::new(j.name.clone(), j.expression.clone(), return_type.clone());
     Ok(Arc::new(crate::expressions::functions::FunctionExpr::new(
         format!("jvm:{}", j.name),
         args,
@@ -301,11 +297,20 @@ pub struct PlanContext {
     /// `UTF8` type and literal of the proto plans as `Binary`, and a function, cast or JVM expression that would
     /// read or make a string refuses the plan.
     pub strings_as_bytes: bool,
+    /// Whether the expression being planned is the native side of a `Text` that has Spark's twin
+    /// ([`super::strings::text_expr`]): there a string made from bytes ([`crate::expressions::text::TextFromBytes`],
+    /// a JVM expression's string) is checked per batch, and a batch of invalid UTF-8 goes to the twin.
+    pub text_twin: bool,
 }
 
 thread_local! {
     static PLAN_CONTEXT: std::cell::Cell<PlanContext> = const {
-        std::cell::Cell::new(PlanContext { jdk_feature: 0, partition_index: 0, strings_as_bytes: false })
+        std::cell::Cell::new(PlanContext {
+            jdk_feature: 0,
+            partition_index: 0,
+            strings_as_bytes: false,
+            text_twin: false,
+        })
     };
     /// Whether the expression being planned is evaluated on every row of its operator's input, as Spark
     /// evaluates a nondeterministic expression (`rand`, `monotonically_increasing_id`) for its sequence of
@@ -357,6 +362,9 @@ pub(super) fn every_row() -> bool {
 }
 
 fn cast_expr(c: &pb::Cast, schema: &Schema) -> Result<PhysicalExprRef> {
+    if let Some(e) = super::strings::cast_from_bytes(c, schema)? {
+        return Ok(e);
+    }
     super::strings::refuse_text("CAST", c.to.as_ref(), &c.child.as_deref().into_iter().collect::<Vec<_>>())?;
     let mode = eval_mode(c.eval_mode)?;
     let to = required_type(&c.to)?;

@@ -47,12 +47,13 @@ fn input_schemas_in_context(plan: &pb::Plan) -> Result<Vec<(usize, arrow::dataty
 /// `config` is the session's `ExecConfig` the plan will carry (its `jdk_feature` decides the casts that follow
 /// `Double.toString`).
 pub fn check_support(op: &pb::Operator, config: &pb::ExecConfig) -> Result<()> {
-    let context = expr::PlanContext { jdk_feature: config.jdk_feature, partition_index: 0, strings_as_bytes: false };
+    let context = expr::PlanContext { jdk_feature: config.jdk_feature, ..Default::default() };
     let text = expr::with_plan_context(context, || dry_run(op).map(|_| ()));
-    // What only a plan carrying strings as bytes runs (a literal of Spark's bytes that are not UTF-8).
+    // What only a plan carrying strings as bytes runs (a literal of Spark's bytes that are not UTF-8,
+    // `CAST(binary AS STRING)`).
     let bytes = || expr::with_plan_context(expr::PlanContext { strings_as_bytes: true, ..context }, || dry_run(op));
     match text {
-        Err(_) if config.strings_as_bytes.unwrap_or(true) && strings::reads_strings(op) && bytes().is_ok() => Ok(()),
+        Err(_) if config.strings_as_bytes.unwrap_or(true) && bytes().is_ok() => Ok(()),
         other => other,
     }
 }

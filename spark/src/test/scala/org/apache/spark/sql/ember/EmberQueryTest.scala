@@ -25,6 +25,7 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StringType
 import org.apache.spark.sql.test.SharedSparkSession
 import org.ember.jni.NativeLib
 import org.ember.proto
@@ -234,6 +235,25 @@ abstract class EmberQueryTest extends QueryTest with SharedSparkSession with Ada
     }
     assertNoNativeMemoryHeld()
     sparkClass
+  }
+
+  /** The rows' values, strings as their bytes in hex (a Java String would replace invalid UTF-8), sorted. */
+  protected def exactBytes(df: DataFrame): Seq[String] = {
+    val types = df.schema.map(_.dataType)
+    df.queryExecution.toRdd
+      .map { r =>
+        types.indices
+          .map { i =>
+            if (r.isNullAt(i)) "null"
+            else if (types(i).isInstanceOf[StringType])
+              r.getUTF8String(i).getBytes.map("%02x".format(_)).mkString
+            else r.get(i, types(i)).toString
+          }
+          .mkString("|")
+      }
+      .collect()
+      .toSeq
+      .sorted
   }
 
   /** Runs `f` once with ANSI on and once with it off. */

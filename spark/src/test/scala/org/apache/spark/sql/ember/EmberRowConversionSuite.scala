@@ -8,7 +8,6 @@ import org.apache.spark.sql.classic.DataFrame
 import org.apache.spark.sql.ember.execution._
 import org.apache.spark.sql.execution.{ColumnarToRowExec, SparkPlan}
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.types.StringType
 import org.apache.spark.unsafe.Platform
 
 /**
@@ -195,25 +194,6 @@ class EmberRowConversionSuite extends EmberQueryTest {
     val plan = failing.where(col("id") % 2 === 0).queryExecution.executedPlan
     assert(collectWithSubqueries(plan) { case f: EmberFilterExec => f }.nonEmpty, plan)
     assertNoNativeMemoryHeld()
-  }
-
-  /** The rows' values, strings as their bytes in hex (a Java String would replace invalid UTF-8), sorted. */
-  private def exactBytes(df: DataFrame): Seq[String] = {
-    val types = df.schema.map(_.dataType)
-    df.queryExecution.toRdd
-      .map { r =>
-        types.indices
-          .map { i =>
-            if (r.isNullAt(i)) "null"
-            else if (types(i).isInstanceOf[StringType])
-              r.getUTF8String(i).getBytes.map("%02x".format(_)).mkString
-            else r.get(i, types(i)).toString
-          }
-          .mkString("|")
-      }
-      .collect()
-      .toSeq
-      .sorted
   }
 
   test("invalid UTF-8 in strings, by every way into a native plan: Spark's answers, or a clear error") {

@@ -179,17 +179,26 @@ object ExprSerde {
 
   private def mentionsString(dt: DataType): Boolean = dt.existsRecursively(_.isInstanceOf[StringType])
 
+  /** `CAST(binary AS STRING)`: Spark keeps the bytes as they are, UTF-8 or not. */
+  private def textFromBytes(e: Expression): Boolean = e match {
+    case c: Cast => c.child.dataType == BinaryType && c.dataType.isInstanceOf[StringType]
+    case _ => false
+  }
+
   /**
    * `expr` as a `Text` where it is a function or cast that reads or makes strings: converted over the columns it
    * reads, with Spark's own expression as its twin, which the engine runs over a batch whose strings are not
    * valid UTF-8 (its string kernels take valid UTF-8; Spark's `UTF8String` any bytes). That lets a plan with
    * string functions carry strings as bytes (proto `Text`). None where it converts as usual: not such a
    * function, or already inside a `Text`. A reason where it reads strings and Spark's twin cannot be made
-   * (nondeterministic, not serializable): it stays in Spark rather than fail a task on invalid UTF-8.
+   * (nondeterministic, not serializable): it stays in Spark rather than fail a task on invalid UTF-8. An
+   * expression that makes strings from bytes (`CAST(binary AS STRING)` inside it, a JVM expression of a string)
+   * gets the twin too where it can, for a batch where a string made is not valid UTF-8. `CAST(binary AS STRING)`
+   * alone is no `Text`: it only moves bytes, which a plan carrying strings as bytes keeps as they are.
    */
   private def text(expr: Expression, input: Seq[Attribute]): Option[Result] = {
     // A null test of an array of strings (`split(s, ',') IS NULL`) too: arrays reach no other non-function.
-    val isText = (FunctionSerde.handles(expr) || expr.isInstanceOf[Cast] ||
+    val isText = !textFromBytes(expr) && (FunctionSerde.handles(expr) || expr.isInstanceOf[Cast] ||
       ((expr.isInstanceOf[IsNull] || expr.isInstanceOf[IsNotNull]) && expr.children.head.dataType
         .isInstanceOf[ArrayType])) &&
       (mentionsString(expr.dataType) || expr.children.exists(c => mentionsString(c.dataType)))
@@ -217,9 +226,11 @@ object ExprSerde {
       case Left(reason) => Some(Left(reason))
       case Right(n) if n.hasJvm => None // Spark's expression already: reads strings as bytes itself
       case Right(n) =>
+        def twin = jvmUnchecked(expr, reads).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
         val spark =
-          if (!reads.exists(a => mentionsString(a.dataType))) Right(None)
-          else jvmUnchecked(expr, reads).map(j => Some(j.getJvm.toBuilder.clearChildren().build()))
+          if (reads.exists(a => mentionsString(a.dataType))) twin
+          else if (expr.exists(textFromBytes) || jvmExpressions(n).nonEmpty) Right(twin.toOption.flatten)
+          else Right(None)
         Some(spark match {
           // Without the twin a batch of invalid UTF-8 would fail the task where Spark answers: Spark runs it.
           case Left(why) =>
