@@ -1,5 +1,6 @@
-//! The proto `Sort` → Ember's radix sort (`operators/sort`) where its keys pack into one integer and no fetch is
-//! asked, else DataFusion's `SortExec` (with the fetch of a top-k); and Spark's sort order as DataFusion's.
+//! The proto `Sort` → Ember's sort (`operators/sort`: packed keys and a radix sort where they pack and
+//! `radix` is asked, else row-format keys; spilled runs merged with a bounded fan-in) when no fetch is asked,
+//! else DataFusion's `SortExec` (the top-k); and Spark's sort order as DataFusion's.
 use std::sync::Arc;
 
 use arrow::compute::SortOptions;
@@ -18,10 +19,12 @@ use crate::operators::RadixSortExec;
 pub fn create_sort(s: &pb::Sort, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
     let ordering = sort_ordering(&s.order, &input.schema())?;
     let fetch = (s.fetch > 0).then_some(s.fetch as usize);
-    Ok(if s.radix && fetch.is_none() && RadixSortExec::supports(&ordering, input.as_ref()) {
-        Arc::new(RadixSortExec::try_new(ordering, input)?)
-    } else {
-        Arc::new(SortExec::new(ordering, input).with_fetch(fetch))
+    Ok(match fetch {
+        None => {
+            let radix = s.radix && RadixSortExec::supports(&ordering, input.as_ref());
+            Arc::new(RadixSortExec::with_radix(ordering, input, radix)?)
+        }
+        Some(_) => Arc::new(SortExec::new(ordering, input).with_fetch(fetch)),
     })
 }
 

@@ -463,3 +463,36 @@ fn grouped_aggregate() {
     let plan = plan_of(final_, &out);
     check("grouped aggregate", Case { plan, inputs: vec![(batches, s)], ordered: false }, &budgets());
 }
+
+/// (k1, id) rows: `k1` one of 1000 values, `id` the row's number.
+fn two_key_batches(rows: usize) -> Vec<RecordBatch> {
+    let s = kv("k1", "id");
+    (0..rows)
+        .step_by(8192)
+        .map(|start| {
+            let idx = start as u64..(start + 8192).min(rows) as u64;
+            let k1: Int64Array = idx.clone().map(|i| Some((mix(i) % 1000) as i64)).collect();
+            let id: Int64Array = idx.map(|i| Some(i as i64)).collect();
+            RecordBatch::try_new(s.clone(), vec![Arc::new(k1), Arc::new(id)]).unwrap()
+        })
+        .collect()
+}
+
+/// `ORDER BY k1, id` (issue 47: DataFusion's sort failed in its merge at 16 MiB, where a merge compares two keys
+/// in row format, which takes more memory than the batches), with and without the sort's former tuning key; and
+/// a string key with a long (keys in row format from the start).
+#[test]
+fn sort_two_keys() {
+    let s = kv("k1", "id");
+    let keys = vec![(0, DataType::Int64), (1, DataType::Int64)];
+    for reservation in [0, 1 << 20] {
+        let mut plan = plan_of(sort_op(1, keys.clone(), true, input(0, &s)), &s);
+        plan.config.as_mut().unwrap().sort_spill_reservation_bytes = reservation;
+        let case = Case { plan, inputs: vec![(two_key_batches(input_bytes() / 32), s.clone())], ordered: true };
+        check(&format!("sort (k1, id) r={}", reservation >> 20), case, &budgets());
+    }
+    let s = kps_schema();
+    let plan = plan_of(sort_op(1, vec![(2, DataType::Utf8), (0, DataType::Int64)], true, input(0, &s)), &s);
+    let case = Case { plan, inputs: vec![(kps_batches(kps_rows(input_bytes() / 2)), s)], ordered: true };
+    check("sort (s, k)", case, &budgets());
+}

@@ -275,3 +275,75 @@ fn buffers_shared_by_columns_are_reserved_once() {
     assert_eq!(named(radix.as_ref(), "sort_fallbacks"), 0);
     assert_eq!(pool.reserved(), 0);
 }
+
+/// [`check`] with the keys in arrow's row format (the radix sort off, as for keys that do not pack).
+fn check_rows(input: &[RecordBatch], keys: &[(&str, bool, bool)], ctx: Arc<TaskContext>) -> Arc<RadixSortExec> {
+    let s = schema();
+    let sort = Arc::new(RadixSortExec::with_radix(ordering(keys), source(input, &s), false).unwrap());
+    let got = run(sort.clone(), ctx.clone()).unwrap();
+    let mut stable = keys.to_vec();
+    stable.push(("pos", false, false));
+    let expected = run(Arc::new(SortExec::new(ordering(&stable), source(input, &s))), ctx).unwrap();
+    assert_eq!(rows_in_order(&got), rows_in_order(&expected), "sorted by {keys:?} in row format");
+    assert!(got.iter().all(|b| b.num_rows() <= 1000), "batches of the session's size");
+    sort
+}
+
+#[test]
+fn row_format_keys_give_the_same_stable_order_for_every_key_type() {
+    let input = data(6, 2000, 23);
+    for key in KEYS {
+        for (descending, nulls_first) in [(false, true), (false, false), (true, true), (true, false)] {
+            let sort =
+                check_rows(&input, &[(key, descending, nulls_first), ("i8", !descending, true)], ctx(1000, None, None));
+            assert_eq!(named(sort.as_ref(), "packed_sort_rows"), 0);
+        }
+    }
+}
+
+/// Many more runs than a small pool merges at once: merged in passes (a bounded fan-in), each pass's runs deleted,
+/// in the same stable order, for packed keys and for row-format keys; all memory and every file returned.
+#[test]
+fn under_a_pool_far_below_the_input_runs_merge_in_several_passes() {
+    let input = data(60, 4000, 29);
+    let keys = [("i32", false, true), ("ts", true, false)];
+    for radix in [true, false] {
+        for pool_bytes in [1 << 20, 3 << 20] {
+            let dir = tempfile::tempdir().unwrap();
+            let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(pool_bytes));
+            let context = ctx(1000, Some(pool.clone()), Some(dir.path()));
+            let sort = if radix { check(&input, &keys, context) } else { check_rows(&input, &keys, context) };
+            let (passes, spills) = (named(sort.as_ref(), "sort_merge_passes"), named(sort.as_ref(), "spill_count"));
+            assert!(spills > 0 && named(sort.as_ref(), "sort_fallbacks") == 1, "radix {radix}, {pool_bytes} B");
+            if pool_bytes == 1 << 20 {
+                assert!(passes > 1, "radix {radix}: {passes} merge passes over {spills} files");
+            }
+            assert_eq!(pool.reserved(), 0, "memory returned (radix {radix}, {pool_bytes} B)");
+            assert_eq!(files_under(dir.path()), 0, "runs deleted (radix {radix}, {pool_bytes} B)");
+        }
+    }
+}
+
+/// A sort dropped after its first output batch (a task killed, a limit reached) returns its memory and deletes
+/// the runs it was merging.
+#[test]
+fn a_sort_dropped_while_merging_returns_its_memory_and_deletes_its_runs() {
+    use futures::StreamExt;
+    let input = data(30, 4000, 31);
+    let s = schema();
+    let dir = tempfile::tempdir().unwrap();
+    let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1 << 20));
+    let sort = RadixSortExec::try_new(ordering(&[("i64", false, true)]), source(&input, &s)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let mut stream = {
+        let _guard = rt.enter();
+        sort.execute(0, ctx(1000, Some(pool.clone()), Some(dir.path()))).unwrap()
+    };
+    let first = rt.block_on(stream.next()).unwrap().unwrap();
+    assert!(first.num_rows() > 0);
+    assert!(files_under(dir.path()) > 0, "runs on disk while merging");
+    assert!(pool.reserved() > 0, "the merge holds its reservation");
+    drop(stream);
+    assert_eq!(pool.reserved(), 0);
+    assert_eq!(files_under(dir.path()), 0);
+}

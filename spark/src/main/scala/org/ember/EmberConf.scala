@@ -91,8 +91,9 @@ object EmberConf {
   val EXEC_SORT: Entry[Boolean] = bool(
     "spark.ember.exec.sort.enabled",
     default = true,
-    "Run `SortExec` natively (as `EmberSortExec`): the radix sort of `spark.ember.sort.radix.enabled` where " +
-      "it applies, else DataFusion's sort, which spills under Spark's memory pool."
+    "Run `SortExec` natively (as `EmberSortExec`): Ember's sort (the radix sort of " +
+      "`spark.ember.sort.radix.enabled` where it applies, else keys in row format), which spills sorted runs " +
+      "under Spark's memory pool and merges them in as many passes as its memory needs."
   )
 
   val SORT_RADIX: Entry[Boolean] = bool(
@@ -100,10 +101,8 @@ object EmberConf {
     default = true,
     "Sort a native sort's input by packing each row's keys into one integer and radix sorting it, when every " +
       "key is a boolean, integral, float, double, date, timestamp or DECIMAL(p <= 18) expression and the task's " +
-      "key ranges " +
-      "pack into 128 bits with the row's position (else, and when the memory pool refuses the whole input, " +
-      "DataFusion's merge sort, which spills). The same key order either way; with the radix sort, rows with equal " +
-      "keys also keep their input order."
+      "key ranges pack into 128 bits with the row's position (else keys are compared in arrow's row format). " +
+      "The same order either way: rows with equal keys keep their input order."
   )
 
   val EXEC_LIMIT: Entry[Boolean] = bool(
@@ -306,8 +305,9 @@ object EmberConf {
   val SORT_SPILL_RESERVATION: Entry[Long] = long(
     "spark.ember.sort.spillReservationBytes",
     default = 0,
-    "Memory a native sort sets aside up front for merging its spill files; 0 uses Ember's default " +
-      s"(${engine.getSortSpillReservationBytes >> 20} MiB). Never set it above a task's smallest share of off-heap memory: a sort that cannot reserve it fails."
+    "No longer needed: memory DataFusion's sort sets aside for merging its spill files (0: " +
+      s"${engine.getSortSpillReservationBytes >> 20} MiB). Ember's sorts reserve their merges themselves and do not " +
+      "read it; DataFusion's sort only runs the top-k of ORDER BY ... LIMIT, which does not spill."
   )
 
   val MEMORY_HEADROOM: Entry[Long] = long(

@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.ember.proto
 
-/** Spark's `SortExec` run natively (the proto `Sort`: Ember's radix sort or DataFusion's, both spilling). */
+/** Spark's `SortExec` run natively (the proto `Sort`: Ember's external sort, radix-sorting keys that pack). */
 case class EmberSortExec(
     sortOrder: Seq[SortOrder],
     global: Boolean,
@@ -28,7 +28,8 @@ case class EmberSortExec(
     "packed_sort_rows" -> SQLMetrics.createMetric(sparkContext, "rows sorted by packed-key radix sort"),
     "sort_fallbacks" -> SQLMetrics.createMetric(
       sparkContext,
-      "sorts handed to the merge sort (memory, key width)"
-    )
+      "sorts spilled and merged, or by row-format keys (memory, key width)"
+    ),
+    "sort_merge_passes" -> SQLMetrics.createMetric(sparkContext, "merge passes over spilled runs")
   )
 }
