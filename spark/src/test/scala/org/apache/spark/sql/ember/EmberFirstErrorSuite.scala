@@ -29,7 +29,7 @@ class EmberFirstErrorSuite extends EmberQueryTest {
     (4L, 7L, "four", 0, 2)
   )
 
-  private def withTable(f: => Unit): Unit = withTempPath { dir =>
+  private def onTables(f: => Unit): Unit = withTempPath { dir =>
     val session = spark
     import session.implicits._
     rows.toDF("id", "big", "s", "x", "g").coalesce(1).write.parquet(dir.getCanonicalPath)
@@ -42,66 +42,67 @@ class EmberFirstErrorSuite extends EmberQueryTest {
   }
 
   private def check(sql: String, native: Seq[Class[_ <: EmberExec]]): Unit =
-    withClue(sql)(checkSparkErrorAndNative(spark.sql(sql), native, exactParameters = true))
+    onTables(withClue(sql)(checkSparkErrorAndNative(spark.sql(sql), native, exactParameters = true)))
 
-  test("projection: the first failing cell in row order, not the first failing column") {
-    withTable {
-      // Row 1's DECIMAL overflow (second cast) before row 2's invalid INT (first cast).
-      check(
-        "SELECT id, CAST(s AS INT) AS a, CAST(big AS DECIMAL(20,2)) AS b FROM fe",
-        Seq(cls[EmberProjectExec])
-      )
-      // Row 1's DECIMAL overflow before row 3's 42 digits (NUMERIC_OUT_OF_SUPPORTED_RANGE).
-      check(
-        "SELECT id, CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0)) AS a, " +
-          "CAST(big AS DECIMAL(20,2)) AS b FROM fe",
-        Seq(cls[EmberProjectExec])
-      )
-      // Within one expression: row 1's division by zero on AND's right before row 2's invalid INT on its left.
-      check("SELECT id, CAST(s AS INT) > 0 AND 10 div x > 0 AS c FROM fe", Seq(cls[EmberProjectExec]))
-    }
+  test("projection: a later column's failure in an earlier row comes first") {
+    // Row 1's DECIMAL overflow (second cast) before row 2's invalid INT (first cast).
+    check("SELECT id, CAST(s AS INT) AS a, CAST(big AS DECIMAL(20,2)) AS b FROM fe", Seq(cls[EmberProjectExec]))
   }
 
-  test("filter: the predicate's first failing row, and the projection above it in row order") {
-    withTable {
-      // Row 1's division by zero (AND's right) before row 2's invalid INT (AND's left).
-      check("SELECT id FROM fe WHERE CAST(s AS INT) > 0 AND 10 div x > 0", Seq(cls[EmberFilterExec]))
-      // The projection fails on row 1, which the filter keeps, before the filter fails on row 2.
-      check(
-        "SELECT id, CAST(big AS DECIMAL(20,2)) AS b FROM fe WHERE CAST(s AS INT) > 0",
-        Seq(cls[EmberFilterExec], cls[EmberProjectExec])
-      )
-    }
+  test("projection: an earlier row's overflow, not a later row's out-of-range string") {
+    // Row 1's DECIMAL overflow before row 3's 42 digits (NUMERIC_OUT_OF_SUPPORTED_RANGE).
+    check(
+      "SELECT id, CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0)) AS a, " +
+        "CAST(big AS DECIMAL(20,2)) AS b FROM fe",
+      Seq(cls[EmberProjectExec])
+    )
   }
 
-  test("aggregate: its input expressions in row order, after the projection below them") {
-    withTable {
-      // Global: row 1's DECIMAL overflow (second function) before row 2's invalid INT (first function).
-      check(
-        "SELECT sum(CAST(s AS INT)), sum(CAST(big AS DECIMAL(20,2))) FROM fe",
-        Seq(cls[EmberAggregateExec])
-      )
-      // Grouped: the same, and a zero divisor in row 1 after that row's overflow.
-      check(
-        "SELECT g, sum(CAST(s AS INT)), sum(CAST(big AS DECIMAL(20,2))), sum(10 div x) FROM fe GROUP BY g",
-        Seq(cls[EmberAggregateExec])
-      )
-      // The grouping key (a projection below the aggregate) fails on row 3, the argument on row 1 first.
-      check(
-        "SELECT sum(10 div x) FROM fe GROUP BY CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0))",
-        Seq(cls[EmberAggregateExec])
-      )
-    }
+  test("projection: within one expression, AND's right side on an earlier row") {
+    // Row 1's division by zero on AND's right before row 2's invalid INT on its left.
+    check("SELECT id, CAST(s AS INT) > 0 AND 10 div x > 0 AS c FROM fe", Seq(cls[EmberProjectExec]))
+  }
+
+  test("filter: the predicate's first failing row") {
+    // Row 1's division by zero (AND's right) before row 2's invalid INT (AND's left).
+    check("SELECT id FROM fe WHERE CAST(s AS INT) > 0 AND 10 div x > 0", Seq(cls[EmberFilterExec]))
+  }
+
+  test("filter: the projection above fails on a kept row before the predicate fails") {
+    // The projection fails on row 1, which the filter keeps, before the filter fails on row 2.
+    check(
+      "SELECT id, CAST(big AS DECIMAL(20,2)) AS b FROM fe WHERE CAST(s AS INT) > 0",
+      Seq(cls[EmberFilterExec], cls[EmberProjectExec])
+    )
+  }
+
+  test("aggregate: a later function's argument failing in an earlier row comes first") {
+    // Global: row 1's DECIMAL overflow (second function) before row 2's invalid INT (first function).
+    check("SELECT sum(CAST(s AS INT)), sum(CAST(big AS DECIMAL(20,2))) FROM fe", Seq(cls[EmberAggregateExec]))
+  }
+
+  test("aggregate: grouped, the arguments in row order") {
+    // Row 1's DECIMAL overflow before row 2's invalid INT, and before row 1's zero divisor (a later function).
+    check(
+      "SELECT g, sum(CAST(s AS INT)), sum(CAST(big AS DECIMAL(20,2))), sum(10 div x) FROM fe GROUP BY g",
+      Seq(cls[EmberAggregateExec])
+    )
+  }
+
+  test("aggregate: an argument fails on a row before the projection below it fails") {
+    // The grouping key (a projection below the aggregate) fails on row 3, the argument on row 1 first.
+    check(
+      "SELECT sum(10 div x) FROM fe GROUP BY CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0))",
+      Seq(cls[EmberAggregateExec])
+    )
   }
 
   test("join: the condition's first failing joined row") {
-    withTable {
-      // Row 1's division by zero (AND's right) before row 2's invalid INT (AND's left).
-      check(
-        "SELECT /*+ BROADCAST(fe_b) */ id FROM fe JOIN fe_b ON id = k " +
-          "AND CAST(s AS INT) > y AND 10 div (x + y) > 0",
-        Seq(cls[EmberBroadcastHashJoinExec])
-      )
-    }
+    // Row 1's division by zero (AND's right) before row 2's invalid INT (AND's left).
+    check(
+      "SELECT /*+ BROADCAST(fe_b) */ id FROM fe JOIN fe_b ON id = k " +
+        "AND CAST(s AS INT) > y AND 10 div (x + y) > 0",
+      Seq(cls[EmberBroadcastHashJoinExec])
+    )
   }
 }
