@@ -63,6 +63,11 @@ class EmberFirstErrorSuite extends EmberQueryTest {
     check("SELECT id, CAST(s AS INT) > 0 AND 10 div x > 0 AS c FROM fe", Seq(cls[EmberProjectExec]))
   }
 
+  test("projection: an earlier row's overflow before an operand's failure in a later row") {
+    // Row 1's 8 + 9223372036854775807 overflows before row 2's operand, an invalid BIGINT, fails.
+    check("SELECT id, CAST(s AS BIGINT) + big AS a FROM fe", Seq(cls[EmberProjectExec]))
+  }
+
   test("filter: the predicate's first failing row") {
     // Row 1's division by zero (AND's right) before row 2's invalid INT (AND's left).
     check("SELECT id FROM fe WHERE CAST(s AS INT) > 0 AND 10 div x > 0", Seq(cls[EmberFilterExec]))
@@ -94,6 +99,15 @@ class EmberFirstErrorSuite extends EmberQueryTest {
     check(
       "SELECT sum(10 div x) FROM fe GROUP BY CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0))",
       Seq(cls[EmberAggregateExec])
+    )
+  }
+
+  test("join: a probe key fails on a row the filter below keeps before the filter fails") {
+    // The streamed side's key fails on row 2, the filter below the join on row 3.
+    check(
+      "SELECT /*+ BROADCAST(fe_b) */ id FROM fe JOIN fe_b ON CAST(s AS INT) = k " +
+        "WHERE CAST(CASE WHEN id = 3 THEN s ELSE '1' END AS DECIMAL(38,0)) > 0",
+      Seq(cls[EmberBroadcastHashJoinExec])
     )
   }
 
