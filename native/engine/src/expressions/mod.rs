@@ -4,6 +4,7 @@ pub mod arithmetic;
 pub mod cast;
 pub mod coalesce;
 pub mod decimal_sum_avg;
+pub mod first_error;
 pub mod float_min_max;
 pub mod functions;
 pub mod hash;
@@ -22,6 +23,7 @@ pub mod zone;
 pub(crate) mod test_util;
 
 pub use coalesce::CoalesceExpr;
+pub use first_error::{FirstErrorExpr, RowPipeline};
 pub use functions::FunctionExpr;
 pub use hash::{HashExpr, HashFunction};
 pub use logical::{LazyLogicalExpr, LogicalOp};

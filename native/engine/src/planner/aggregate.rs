@@ -39,20 +39,33 @@ use crate::error::plan_error;
 use crate::expressions::decimal_sum_avg::{spark_decimal_sum_avg, DecimalSumAvgSpec, SparkDecimalSumAvg};
 use crate::expressions::float_min_max::spark_float_min_max;
 use crate::expressions::sum_avg::{spark_avg, spark_sum};
+use crate::expressions::RowPipeline;
 use crate::operators::aggregate::adaptive::{AdaptiveAggregateExec, GateConfig};
 use crate::operators::aggregate::radix::{RadixAggregateExec, RadixConfig};
 
-pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+/// `pipeline`: the row pipeline of the input's rows, which a partial aggregate's keys, FILTERs and arguments
+/// end (Spark evaluates them for each row in that order: `expressions::first_error`).
+pub fn create_aggregate(
+    agg: &pb::Aggregate,
+    input: Arc<dyn ExecutionPlan>,
+    pipeline: &Arc<RowPipeline>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let mode = pb::AggregateMode::try_from(agg.mode).map_err(|_| plan_error("unknown aggregate mode"))?;
     let input_schema = input.schema();
     if agg.grouping.len() != agg.grouping_names.len() {
         return Err(plan_error("aggregate needs one name per grouping expression"));
     }
+    // A merging aggregate's keys are columns of the partial's output, its functions' arguments not evaluated.
+    let stage = (mode == pb::AggregateMode::Partial).then(|| (pipeline, pipeline.evaluate_stage()));
+    let row_ordered = |e: Arc<dyn PhysicalExpr>| match stage {
+        Some((pipeline, stage)) => pipeline.evaluate(stage, e),
+        None => e,
+    };
     let group_by = agg
         .grouping
         .iter()
         .zip(&agg.grouping_names)
-        .map(|(e, n)| Ok((create_expr(e, &input_schema)?, n.clone())))
+        .map(|(e, n)| Ok((row_ordered(create_expr(e, &input_schema)?), n.clone())))
         .collect::<Result<Vec<_>>>()?;
     // The schema the functions' arguments refer to.
     let raw_schema: SchemaRef = match mode {
@@ -65,34 +78,15 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
     // Spark checks a grouped aggregate's decimal sums at every add (its buffers live in `UnsafeRow`s), a global
     // aggregate's only in its output (see `decimal_sum_avg`).
     let grouped = !group_by.is_empty();
-    let functions =
-        agg.functions.iter().map(|f| create_function(f, &raw_schema, grouped)).collect::<Result<Vec<_>>>()?;
-    // Spark evaluates a filtered function's arguments only on the rows its FILTER keeps; the accumulators get
-    // them evaluated on every row, so an argument that could raise (ANSI) would fail where Spark does not. (The
-    // widening casts `create_function` adds for sum and avg cannot.)
+    // Each function's FILTER, then its arguments, in Spark's order.
+    let mut functions = Vec::with_capacity(agg.functions.len());
     let filters = agg
         .functions
         .iter()
-        .map(|f| match &f.filter {
-            None => Ok(None),
-            Some(_) if mode != pb::AggregateMode::Partial => {
-                Err(plan_error("an aggregate FILTER outside a partial aggregate"))
-            }
-            Some(e) => {
-                let e = create_expr(e, &raw_schema)?;
-                if e.data_type(&raw_schema)? != DataType::Boolean {
-                    return Err(plan_error("an aggregate FILTER that is not boolean"));
-                }
-                for a in &f.args {
-                    if !crate::expressions::logical::infallible(&create_expr(a, &raw_schema)?) {
-                        return Err(plan_error(format!(
-                            "aggregate {} with a FILTER over an argument that can raise an error",
-                            f.name
-                        )));
-                    }
-                }
-                Ok(Some(e))
-            }
+        .map(|f| {
+            let filter = filter_expr(f, mode, &raw_schema)?.map(row_ordered);
+            functions.push(create_function(f, &raw_schema, grouped, &row_ordered)?);
+            Ok(filter)
         })
         .collect::<Result<Vec<_>>>()?;
     let df_mode = match mode {
@@ -141,12 +135,9 @@ pub fn create_aggregate(agg: &pb::Aggregate, input: Arc<dyn ExecutionPlan>) -> R
         return Err(plan_error("aggregate needs one name per result expression"));
     }
     let schema = aggregate.schema();
-    let exprs = agg
-        .result_exprs
-        .iter()
-        .zip(&agg.result_names)
-        .map(|(e, n)| Ok((create_expr(e, &schema)?, n.clone())))
-        .collect::<Result<Vec<_>>>()?;
+    let exprs = agg.result_exprs.iter().map(|e| create_expr(e, &schema)).collect::<Result<Vec<_>>>()?;
+    // Spark evaluates the result expressions one group at a time.
+    let exprs = RowPipeline::new().project(exprs).into_iter().zip(agg.result_names.iter().cloned());
     Ok(Arc::new(ProjectionExec::try_new(exprs, aggregate)?))
 }
 
@@ -219,7 +210,45 @@ pub fn gate_config(a: Option<&pb::AdaptivePartial>) -> GateConfig {
     }
 }
 
-fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef, grouped: bool) -> Result<Arc<AggregateFunctionExpr>> {
+/// A function's FILTER, over the rows its arguments read. Spark evaluates a filtered function's arguments only
+/// on the rows its FILTER keeps; the accumulators get them evaluated on every row, so an argument that could
+/// raise (ANSI) would fail where Spark does not. (The widening casts `create_function` adds for sum and avg
+/// cannot.)
+fn filter_expr(
+    f: &pb::AggregateFunction,
+    mode: pb::AggregateMode,
+    raw_schema: &SchemaRef,
+) -> Result<Option<Arc<dyn PhysicalExpr>>> {
+    match &f.filter {
+        None => Ok(None),
+        Some(_) if mode != pb::AggregateMode::Partial => {
+            Err(plan_error("an aggregate FILTER outside a partial aggregate"))
+        }
+        Some(e) => {
+            let e = create_expr(e, raw_schema)?;
+            if e.data_type(raw_schema)? != DataType::Boolean {
+                return Err(plan_error("an aggregate FILTER that is not boolean"));
+            }
+            for a in &f.args {
+                if !crate::expressions::logical::infallible(&create_expr(a, raw_schema)?) {
+                    return Err(plan_error(format!(
+                        "aggregate {} with a FILTER over an argument that can raise an error",
+                        f.name
+                    )));
+                }
+            }
+            Ok(Some(e))
+        }
+    }
+}
+
+/// `row_ordered` wraps each argument as Spark's row order asks (see `create_aggregate`).
+fn create_function(
+    f: &pb::AggregateFunction,
+    schema: &SchemaRef,
+    grouped: bool,
+    row_ordered: &dyn Fn(Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr>,
+) -> Result<Arc<AggregateFunctionExpr>> {
     use pb::AggregateFunctionKind as K;
     let kind = K::try_from(f.kind).map_err(|_| plan_error("unknown aggregate function"))?;
     let mut args = f.args.iter().map(|e| create_expr(e, schema)).collect::<Result<Vec<_>>>()?;
@@ -295,6 +324,7 @@ fn create_function(f: &pb::AggregateFunction, schema: &SchemaRef, grouped: bool)
         K::Unspecified => return Err(plan_error("aggregate function kind not set")),
     };
     let name = if f.name.is_empty() { format!("{kind:?}").to_lowercase() } else { f.name.clone() };
+    let args = args.into_iter().map(row_ordered).collect();
     let expr = AggregateExprBuilder::new(udaf, args)
         .schema(schema.clone())
         .alias(name)

@@ -23,6 +23,7 @@ use datafusion_physical_plan::ExecutionPlan;
 use ember_proto as pb;
 
 use crate::error::plan_error;
+use crate::expressions::RowPipeline;
 use crate::operators::input::BatchReader;
 use crate::operators::spilling_hash_join::{SharedBuild, SharedBuilds};
 use crate::operators::{ExpandExec, InputExec};
@@ -73,6 +74,11 @@ fn dry_run(op: &pb::Operator) -> Result<arrow::datatypes::SchemaRef> {
     Ok(Planner::new(inputs).create_plan(op)?.schema())
 }
 
+/// A plan node's address, which names it while the plan is built.
+fn node_address(node: &Arc<dyn ExecutionPlan>) -> usize {
+    Arc::as_ptr(node) as *const () as usize
+}
+
 fn collect_input_schemas(op: &pb::Operator, out: &mut Vec<(usize, arrow::datatypes::SchemaRef)>) -> Result<()> {
     if let Some(pb::operator::Kind::Input(input)) = &op.kind {
         let schema = input.schema.as_ref().ok_or_else(|| plan_error("input without a schema"))?;
@@ -90,6 +96,9 @@ pub struct Planner {
     shared: HashMap<usize, Arc<SharedBuilds>>,
     /// The Parquet scan inputs that joins may prune while they run, by input index.
     scans: HashMap<usize, spilling_hash_join::ScanSlot>,
+    /// The row pipeline each node's output rows continue (a filter's, a projection's), by the node's address:
+    /// the operator above adds its stage to it (see `expressions::first_error`).
+    pipelines: HashMap<usize, Arc<RowPipeline>>,
 }
 
 impl Planner {
@@ -99,7 +108,14 @@ impl Planner {
             nodes: vec![],
             shared: HashMap::new(),
             scans: HashMap::new(),
+            pipelines: HashMap::new(),
         }
+    }
+
+    /// The row pipeline `child`'s output continues, or a new one (Spark's row order starts again above an
+    /// operator that is not row-at-a-time).
+    fn pipeline(&self, child: &Arc<dyn ExecutionPlan>) -> Arc<RowPipeline> {
+        self.pipelines.get(&node_address(child)).cloned().unwrap_or_else(RowPipeline::new)
     }
 
     pub fn with_scan_slots(mut self, scans: HashMap<usize, spilling_hash_join::ScanSlot>) -> Self {
@@ -166,22 +182,30 @@ impl Planner {
                 if p.names.len() != p.exprs.len() {
                     return Err(plan_error("projection needs one name per expression"));
                 }
-                let exprs = p
-                    .exprs
-                    .iter()
-                    .zip(&p.names)
-                    .map(|(e, n)| Ok((expr::create_every_row_expr(e, &schema)?, n.clone())))
-                    .collect::<Result<Vec<_>>>()?;
-                Arc::new(ProjectionExec::try_new(exprs, input)?)
+                let exprs =
+                    p.exprs.iter().map(|e| expr::create_every_row_expr(e, &schema)).collect::<Result<Vec<_>>>()?;
+                let pipeline = self.pipeline(&input);
+                let exprs = pipeline.project(exprs).into_iter().zip(p.names.iter().cloned());
+                let plan: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(exprs, input)?);
+                self.pipelines.insert(node_address(&plan), pipeline);
+                plan
             }
             Kind::Expand(e) => {
                 expect_children(1)?;
                 let input = children.remove(0);
                 let schema = input.schema();
+                // Spark evaluates a row's projections one after the other.
+                let pipeline = self.pipeline(&input);
+                let stage = pipeline.evaluate_stage();
                 let projections = e
                     .projections
                     .iter()
-                    .map(|p| p.exprs.iter().map(|x| expr::create_expr(x, &schema)).collect::<Result<Vec<_>>>())
+                    .map(|p| {
+                        p.exprs
+                            .iter()
+                            .map(|x| Ok(pipeline.evaluate(stage, expr::create_expr(x, &schema)?)))
+                            .collect::<Result<Vec<_>>>()
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 if projections.is_empty() || projections.iter().any(|p| p.len() != e.names.len()) {
                     return Err(plan_error("expand needs projections with one expression per name"));
@@ -196,7 +220,10 @@ impl Planner {
                     f.predicate.as_ref().ok_or_else(|| plan_error("filter without a predicate"))?,
                     &schema,
                 )?;
-                Arc::new(FilterExec::try_new(predicate, input)?)
+                let pipeline = self.pipeline(&input);
+                let plan: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(pipeline.filter(predicate), input)?);
+                self.pipelines.insert(node_address(&plan), pipeline);
+                plan
             }
             Kind::Sort(s) => {
                 expect_children(1)?;
@@ -217,11 +244,20 @@ impl Planner {
                 // Keyed by both sides: joins over one broadcast may differ in their probe side alone.
                 let shared = self.shared_build(j, op, &children);
                 let right = children.remove(1);
-                spilling_hash_join::create_spilling_hash_join(j, children.remove(0), right, shared, &self.scans)?
+                let pipelines = [self.pipeline(&children[0]), self.pipeline(&right)];
+                spilling_hash_join::create_spilling_hash_join(
+                    j,
+                    children.remove(0),
+                    right,
+                    shared,
+                    &self.scans,
+                    &pipelines,
+                )?
             }
             Kind::Aggregate(a) => {
                 expect_children(1)?;
-                aggregate::create_aggregate(a, children.remove(0))?
+                let pipeline = self.pipeline(&children[0]);
+                aggregate::create_aggregate(a, children.remove(0), &pipeline)?
             }
             Kind::TakeOrderedAndProject(t) => {
                 expect_children(1)?;

@@ -11,6 +11,7 @@ use ember_proto as pb;
 
 use super::expr::create_expr;
 use crate::error::plan_error;
+use crate::expressions::RowPipeline;
 use crate::operators::dynamic_filter::DynamicFilterConfig;
 use crate::operators::dynamic_filter::{exact_key_type, SCAN_PRUNING_VALUES};
 use crate::operators::parquet_scan::DynamicScanFilters;
@@ -23,12 +24,15 @@ use datafusion_physical_expr::PhysicalExprRef;
 use datafusion_physical_plan::filter::FilterExec;
 use datafusion_physical_plan::projection::ProjectionExec;
 
+/// `pipelines`: the row pipelines of the left and the right rows, which each side's keys end
+/// (`expressions::first_error`).
 pub fn create_spilling_hash_join(
     hj: &pb::SpillingHashJoin,
     left: Arc<dyn ExecutionPlan>,
     right: Arc<dyn ExecutionPlan>,
     shared: Option<SharedBuild>,
     scans: &HashMap<usize, ScanSlot>,
+    pipelines: &[Arc<RowPipeline>; 2],
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let (ls, rs) = (left.schema(), right.schema());
     if hj.left_keys.len() != hj.right_keys.len() {
@@ -46,10 +50,14 @@ pub fn create_spilling_hash_join(
         };
         vec![(zero(), zero())]
     } else {
+        let stages = [pipelines[0].evaluate_stage(), pipelines[1].evaluate_stage()];
+        let key = |side: usize, e: &pb::Expr, schema: &Schema| {
+            Ok::<_, datafusion_common::DataFusionError>(pipelines[side].evaluate(stages[side], create_expr(e, schema)?))
+        };
         hj.left_keys
             .iter()
             .zip(&hj.right_keys)
-            .map(|(l, r)| Ok((create_expr(l, &ls)?, create_expr(r, &rs)?)))
+            .map(|(l, r)| Ok((key(0, l, &ls)?, key(1, r, &rs)?)))
             .collect::<Result<Vec<_>>>()?
     };
     let null_equality = if nested_loop {
@@ -67,7 +75,10 @@ pub fn create_spilling_hash_join(
         Some(c) => {
             let fields = ls.fields().iter().chain(rs.fields().iter()).cloned().collect::<Vec<_>>();
             let joined = Arc::new(Schema::new(fields));
-            let expr = create_expr(c, &joined)?;
+            // Evaluated over the joined rows, in the order the join makes them.
+            let pipeline = RowPipeline::new();
+            let stage = pipeline.evaluate_stage();
+            let expr = pipeline.evaluate(stage, create_expr(c, &joined)?);
             let column_indices = (0..ls.fields().len())
                 .map(|index| ColumnIndex { index, side: JoinSide::Left })
                 .chain((0..rs.fields().len()).map(|index| ColumnIndex { index, side: JoinSide::Right }))

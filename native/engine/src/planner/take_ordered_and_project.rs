@@ -13,6 +13,7 @@ use ember_proto as pb;
 use super::expr;
 use super::sort::sort_ordering;
 use crate::error::plan_error;
+use crate::expressions::RowPipeline;
 
 pub fn create_take_ordered_and_project(
     t: &pb::TakeOrderedAndProject,
@@ -36,12 +37,9 @@ pub fn create_take_ordered_and_project(
     }
     if !t.exprs.is_empty() {
         let schema = plan.schema();
-        let exprs = t
-            .exprs
-            .iter()
-            .zip(&t.names)
-            .map(|(e, n)| Ok((expr::create_expr(e, &schema)?, n.clone())))
-            .collect::<Result<Vec<_>>>()?;
+        let exprs = t.exprs.iter().map(|e| expr::create_expr(e, &schema)).collect::<Result<Vec<_>>>()?;
+        // Spark projects the top rows one at a time, in order.
+        let exprs = RowPipeline::new().project(exprs).into_iter().zip(t.names.iter().cloned());
         plan = Arc::new(ProjectionExec::try_new(exprs, plan)?);
     }
     Ok(plan)
