@@ -181,6 +181,15 @@ DERIVED = {
 COMPARABLE = ["int", "frac", "dec", "str", "bin", "date", "ts", "ntz", "bool"]
 
 
+# Constructs that meet an open bug (a case in dev/fuzz/open/), left out of the queries with --avoid-open, as
+# make test-fuzz runs, so that its fixed-seed run stays clean until the bug is fixed. Remove an entry once fixed.
+OPEN_BUGS = {
+    "cast_binary_to_string": "CAST(binary AS STRING) of bytes that are not UTF-8 fails the task natively "
+                             "(open/ember_error-ae37ca991a.json and the cases made of it)",
+}
+AVOID = set()
+
+
 class Scope:
     """The columns an expression may read: [(sql name, spark type, kind)]."""
 
@@ -208,7 +217,12 @@ class ExprGen:
             options = [(src, fmt) for src, fmt in DERIVED[kind] if src == "any" or self.scope.of_kind(src)]
             if options:
                 src, fmt = self.rng.choice(options)
-                col = self.rng.choice(self.scope.cols if src == "any" else self.scope.of_kind(src))
+                cols = self.scope.cols if src == "any" else self.scope.of_kind(src)
+                if kind == "str" and "cast_binary_to_string" in AVOID:
+                    cols = [c for c in cols if c[2] != "bin"] or self.scope.of_kind("int")
+                if not cols:
+                    return self.literal(kind)
+                col = self.rng.choice(cols)
                 return X(kind, fmt, [leaf(col[2], col[0])])
         return self.literal(kind)
 
@@ -224,7 +238,8 @@ class ExprGen:
                 target = rng.choice(CAST_TARGETS.get(kind, [{"str": "STRING", "bool": "BOOLEAN", "bin": "BINARY",
                                                              "date": "DATE", "ts": "TIMESTAMP",
                                                              "ntz": "TIMESTAMP_NTZ"}.get(kind)]))
-                src = rng.choice(CAST_FROM[kind])
+                src = rng.choice([k for k in CAST_FROM[kind]
+                                  if not (kind == "str" and k == "bin" and "cast_binary_to_string" in AVOID)])
                 return X(kind, fmt.replace("{T}", target), [self.expr(src, depth - 1)])
             return X(kind, fmt, [self.expr("bool" if a == "bool" else kind, depth - 1) for a in args])
         options = [f for f in FUNCS if f[1] == kind]
