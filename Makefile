@@ -53,7 +53,7 @@ test-suites: jar-dev
 # then a fixed-seed run of random queries (~3 minutes on 2 cores), each with Ember off and on; fails on any
 # difference from Spark (a new finding is shrunk into dev/work/fuzz/).
 FUZZ_TEST_SEED ?= 1
-FUZZ_TEST_QUERIES ?= 120
+FUZZ_TEST_QUERIES ?= 100
 test-fuzz: jar-dev
 	dev/fuzz/run --replay --seed $(FUZZ_TEST_SEED) --queries $(FUZZ_TEST_QUERIES) --shrink-seconds 60 --avoid-open \
 		--save-dir dev/work/fuzz

@@ -32,6 +32,8 @@ TS_MIN, TS_MAX = DATE_MIN * 86_400_000_000, (DATE_MAX + 1) * 86_400_000_000 - 1
 
 def kind_of(t):
     """The grammar's kind of a Spark type name: int, frac, dec, bool, str, bin, date, ts, ntz."""
+    if t.startswith("kind:"):  # a derived table's column, typed by the grammar's kind of its expression
+        return t[len("kind:"):]
     if t in INT_RANGES:
         return "int"
     if t in ("float", "double"):

@@ -326,11 +326,11 @@ class Query:
             parts.append("DISTINCT")
         parts.append(", ".join(f"{x.sql()} AS o{i}" for i, x in enumerate(outs)))
         (t0, a0) = self.tables[0]
-        src = f"{t0} {a0}"
+        src = f"{source_sql(t0)} {a0}"
         if self.join:
             (t1, a1) = self.tables[1]
             on = " AND ".join(c.sql() for c in self.join["on"])
-            src += f" {self.join['type']} JOIN {t1} {a1}"
+            src += f" {self.join['type']} JOIN {source_sql(t1)} {a1}"
             if self.join["type"] != "CROSS":
                 src += f" ON {on or 'true'}"
         parts.append(f"FROM {src}")
@@ -356,6 +356,7 @@ class Query:
 
     def to_json(self):
         d = dict(self.__dict__)
+        d["tables"] = [[t.to_json() if isinstance(t, Query) else t, a] for t, a in self.tables]
         for k in ("items", "aggs", "windows", "group"):
             d[k] = None if d[k] is None else [x.to_json() for x in d[k]]
         for k in ("where", "having"):
@@ -374,9 +375,22 @@ class Query:
             q.__dict__[k] = None if d[k] is None else X.from_json(d[k])
         if d["join"]:
             q.join = {"type": d["join"]["type"], "on": [X.from_json(c) for c in d["join"]["on"]]}
-        q.tables = [tuple(t) for t in d["tables"]]
+        q.tables = [(Query.from_json(t) if isinstance(t, dict) else t, a) for t, a in d["tables"]]
         q.order = None if d["order"] is None else [tuple(o) for o in d["order"]]
         return q
+
+
+def source_sql(src):
+    """A table's name, or a derived table's query in parentheses."""
+    return f"({src.sql()})" if isinstance(src, Query) else src
+
+
+def derived(rng, t):
+    """A derived table over table t: a random select, aggregate or window query whose outputs o0, o1, ... become
+    the columns (typed by kind) of a table-like dict the outer query reads."""
+    inner = gen_query(rng, [t], inner=True)
+    cols = [[f"o{i}", f"kind:{x.kind}"] for i, x in enumerate(inner.select_list())]
+    return {"name": inner, "columns": cols, "rows": t["rows"]}
 
 
 def scope_of(tables, aliases, join_type=None):
@@ -389,13 +403,20 @@ def scope_of(tables, aliases, join_type=None):
     return Scope(cols)
 
 
-def gen_query(rng, tables):
-    """A random query over the registered tables (dicts from datagen.gen_table)."""
+def gen_query(rng, tables, inner=False):
+    """A random query over the registered tables (dicts from datagen.gen_table); inner: one for a derived table
+    (one table, no join, no ORDER BY)."""
     q = Query()
-    shape = rng.choices(["select", "aggregate", "window", "join", "join_aggregate"], [3, 3, 2, 3, 2])[0]
+    if inner:
+        shape = rng.choices(["select", "aggregate", "window"], [2, 3, 2])[0]
+    else:
+        shape = rng.choices(["select", "aggregate", "window", "join", "join_aggregate"], [3, 3, 2, 3, 2])[0]
     joined = shape.startswith("join") and len(tables) > 1
+
+    def maybe_derived(t):
+        return derived(rng, t) if not inner and rng.random() < 0.2 else t
     if joined:
-        ta, tb = rng.sample(tables, 2)
+        ta, tb = [maybe_derived(t) for t in rng.sample(tables, 2)]
         jtype = rng.choice(JOIN_TYPES)
         q.tables = [(ta["name"], "a"), (tb["name"], "b")]
         full = scope_of([ta, tb], ["a", "b"])
@@ -422,6 +443,8 @@ def gen_query(rng, tables):
         scope = scope_of([ta, tb], ["a", "b"], jtype)
     else:
         t = rng.choice(tables)
+        if shape != "window":  # a window orders by the table's id
+            t = maybe_derived(t)
         q.tables = [(t["name"], "a")]
         scope = scope_of([t], ["a"])
     g = ExprGen(rng, scope)
@@ -436,9 +459,14 @@ def gen_query(rng, tables):
                    for k in [rng.choice(KINDS) for _ in range(rng.choice([0, 1, 1, 2, 3]))]]
         q.group = [k if not (k.is_leaf() and k.kind == "int" and not k.fmt.startswith(("a.", "b.", "CAST")))
                    else leaf("int", "a.id") for k in q.group]
+        # Over a join or a derived table the rows reach the aggregate in an order Spark does not define (a hash
+        # join's output order is its own): no aggregate whose answer depends on that order (floating-point sums
+        # and moments, extremes of floats where -0.0 and 0.0 tie).
+        defined_order = not joined and not isinstance(q.tables[0][0], Query)
+        aggs = AGGS if defined_order else [a for a in AGGS if not a[1].startswith(("stddev", "variance"))]
         for _ in range(rng.randint(1, 4)):
-            _, fmt, args = weighted(rng, AGGS)
-            q.aggs.append(X(agg_kind(fmt, args), fmt, [agg_arg(g, rng, a, depth - 1) for a in args]))
+            _, fmt, args = weighted(rng, aggs)
+            q.aggs.append(X(agg_kind(fmt, args), fmt, [agg_arg(g, rng, a, depth - 1, defined_order) for a in args]))
         if rng.random() < 0.25:
             q.having = X("bool", "({0} > {1})", [X("int", "count(*)"), leaf("int", str(rng.randint(0, 3)))])
     else:
@@ -450,7 +478,7 @@ def gen_query(rng, tables):
         elif rng.random() < 0.15:
             q.distinct = True
     outs = len(q.select_list())
-    if rng.random() < 0.45:
+    if not inner and rng.random() < 0.45:
         q.order = [(rng.random() < 0.6, rng.random() < 0.5) for _ in range(outs)]
         if rng.random() < 0.6:
             q.limit = rng.choice([0, 1, 3, 10, 100])
@@ -463,13 +491,13 @@ def agg_kind(fmt, args):
     return "int" if fmt.startswith("count") else "frac"
 
 
-def agg_arg(g, rng, a, depth):
+def agg_arg(g, rng, a, depth, defined_order=True):
     if a == "num":
-        a = rng.choice(["int", "int", "frac", "dec"])
+        a = rng.choice(["int", "int", "frac", "dec"] if defined_order else ["int", "dec"])
     elif a == "minmax":
         a = rng.choice(["int", "frac", "date", "ts"])
     elif a == "any":
-        a = rng.choice(KINDS)
+        a = rng.choice(KINDS if defined_order else [k for k in KINDS if k != "frac"])
     if a.startswith("@"):
         return g.small_literal(a[1:])
     return g.expr(a, max(depth, 0))
@@ -543,6 +571,10 @@ def query_variants(q):
         yield edit(lambda c: (setattr(c, "join", None), setattr(c, "tables", c.tables[:1]), setattr(c, "hint", None)))
         yield edit(lambda c: (setattr(c, "join", None), setattr(c, "tables", [(c.tables[1][0], "a")]),
                               setattr(c, "hint", None)))
+    for ti, (src, alias) in enumerate(q.tables):
+        if isinstance(src, Query):
+            for v in query_variants(src):
+                yield edit(lambda c, ti=ti, v=v, alias=alias: c.tables.__setitem__(ti, (v, alias)))
     if q.hint:
         yield edit(lambda c: setattr(c, "hint", None))
     if q.distinct:
