@@ -374,6 +374,7 @@ def fuzz(args, spark, workdir):
     stats = collections.Counter()
     ops = collections.Counter()
     findings = []
+    error_orders = []
     seen_signatures = set()
     n = 0
     tables = None
@@ -425,6 +426,15 @@ def fuzz(args, spark, workdir):
             small, off3, on3, diff3 = case, off2, on2, diff2  # the shrunk case did not hold up: keep the original
         sig = (diff3[0], diff3[1], small.sql)
         print(f"    shrunk in {tries} tries to: {small.sql}\n    {diff3[1]}", flush=True)
+        if diff3[0] == "error_class" and any(len(t["rows"]) > 1 for t in small.tables if t["name"] in small.sql):
+            # Two errors of different classes in different rows (the shrinker could not get down to one row):
+            # which one a query raises depends on the order rows and expressions meet, which differs between
+            # Spark's row-at-a-time code and Ember's batches (docs/compatibility.md, Arithmetic) and even
+            # between Spark's own tasks racing. Reported, not saved, not failing the run.
+            stats["error_order"] += 1
+            error_orders.append((small.sql, diff3[1]))
+            print("    (not saved: two errors in different rows, the known error-order divergence)", flush=True)
+            continue
         if sig in seen_signatures:
             continue
         seen_signatures.add(sig)
@@ -436,8 +446,11 @@ def fuzz(args, spark, workdir):
     print(f"fuzz seed {args.seed}: {n} queries, {stats['valid']} valid ({stats['invalid']} rejected by the analyzer), "
           f"{stats['spark_error']} raised an error in Spark, {stats['timeout']} timed out; "
           f"native operators in {stats['native']} ({100 * stats['native'] / valid:.0f}% of valid); "
-          f"{stats['findings']} findings, {stats['flaky']} flaky differences")
+          f"{stats['findings'] - stats['error_order']} findings, {stats['flaky']} flaky differences, "
+          f"{stats['error_order']} error-order differences")
     print("native operators seen (queries):", ", ".join(f"{k} {v}" for k, v in ops.most_common()))
+    for sql, detail in error_orders:
+        print(f"error order (known divergence): {detail}\n    {sql}")
     for path, sql, detail in findings:
         print(f"FINDING {os.path.relpath(path)}: {detail}\n    {sql}")
     if stats["valid"] and stats["native"] / valid < args.min_native_share:
