@@ -49,12 +49,13 @@ test-scala: jar-dev tpch-data
 test-suites: jar-dev
 	dev/run-spark-suites --set ci
 
-# The differential fuzzer (dev/fuzz, docs/fuzzing.md): every saved regression case in dev/fuzz/cases/ replayed,
-# then a fixed-seed run of random queries (~3 minutes on 2 cores), each with Ember off and on; fails on any
-# difference from Spark (a new finding is shrunk into dev/work/fuzz/).
+# The differential fuzzer (dev/fuzz, docs/fuzzing.md): its generator's self-checks, every saved regression case in
+# dev/fuzz/cases/ replayed, then a fixed-seed run of random queries (~3 minutes on 2 cores), each with Ember off
+# and on; fails on any difference from Spark (a new finding is shrunk into dev/work/fuzz/).
 FUZZ_TEST_SEED ?= 1
 FUZZ_TEST_QUERIES ?= 100
 test-fuzz: jar-dev
+	$(PYTHON) dev/fuzz/selftest.py
 	dev/fuzz/run --replay --seed $(FUZZ_TEST_SEED) --queries $(FUZZ_TEST_QUERIES) --shrink-seconds 60 --avoid-open \
 		--save-dir dev/work/fuzz
 
