@@ -256,6 +256,7 @@ def materialize(spark, table, path, partitions=2):
     rows = [tuple(_to_python(t, v) for (_, t), v in zip(table["columns"], row)) for row in table["rows"]]
     prev = spark.conf.get("spark.ember.enabled", "true")
     spark.conf.set("spark.ember.enabled", "false")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # timestamp_ntz values: the UTC date-time of the micros
     try:
         df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
         df.selectExpr(*[_cast_sql(n, t) for n, t in table["columns"]]).write.mode("overwrite").parquet(path)
