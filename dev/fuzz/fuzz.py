@@ -198,10 +198,23 @@ class Case:
         self.sql = sql or query.sql()
 
     def ordered(self):
-        return self.query.ordered() if self.query else bool(re.search(r"\bORDER BY\b", self.sql))
+        return self.query.ordered() if self.query else bool(re.search(r"\bORDER BY\b", top_level(self.sql)))
 
     def limited(self):
-        return self.query.limit is not None if self.query else bool(re.search(r"\bLIMIT\b", self.sql))
+        return self.query.limit is not None if self.query else bool(re.search(r"\bLIMIT\b", top_level(self.sql)))
+
+    def reads(self, table):
+        return re.search(rf"\b{re.escape(table['name'])}\b", self.sql) is not None
+
+
+def top_level(sql):
+    """sql without its string literals and parenthesized parts (a window's or a derived table's ORDER BY)."""
+    out = re.sub(r"'(?:[^'\\]|\\.)*'", "''", sql)
+    while True:
+        nxt = re.sub(r"\([^()]*\)", "", out)
+        if nxt == out:
+            return out
+        out = nxt
 
     def to_json(self):
         return {"sql": self.sql, "conf": self.conf, "tables": self.tables,
@@ -269,7 +282,7 @@ class Fuzzer:
         def shrink_rows(case):
             nonlocal tries
             for ti in range(len(case.tables)):
-                if case.tables[ti]["name"] not in case.sql:
+                if not case.reads(case.tables[ti]):
                     continue
                 rows = case.tables[ti]["rows"]
                 chunk = max(1, len(rows) // 2)
@@ -294,7 +307,7 @@ class Fuzzer:
             nonlocal tries
             tables = []
             for t in case.tables:
-                if t["name"] not in case.sql:
+                if not case.reads(t):
                     continue  # a table the query does not read
                 keep = [i for i, (n, _) in enumerate(t["columns"]) if n == "id" or re.search(rf"\.{n}\b", case.sql)]
                 tables.append(dict(t, columns=[t["columns"][i] for i in keep],
@@ -432,7 +445,7 @@ def fuzz(args, spark, workdir):
             small, off3, on3, diff3 = case, off2, on2, diff2  # the shrunk case did not hold up: keep the original
         sig = (diff3[0], diff3[1], small.sql)
         print(f"    shrunk in {tries} tries to: {small.sql}\n    {diff3[1]}", flush=True)
-        if diff3[0] == "error_class" and any(len(t["rows"]) > 1 for t in small.tables if t["name"] in small.sql):
+        if diff3[0] == "error_class" and any(len(t["rows"]) > 1 for t in small.tables if small.reads(t)):
             # Two errors of different classes in different rows (the shrinker could not get down to one row):
             # which one a query raises depends on the order rows and expressions meet, which differs between
             # Spark's row-at-a-time code and Ember's batches (docs/compatibility.md, Arithmetic) and even
