@@ -11,7 +11,8 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 VENV := dev/.venv
 
 .PHONY: all native native-dev jar jar-dev test test-rust test-scala test-suites test-memory test-memory-spark \
-	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data tpcds-data bench-tpch
+	test-local-cluster lint demo bench bench-spark golden docs plans clean tpch-data tpcds-data bench-tpch fuzz \
+	test-fuzz
 
 all: jar
 
@@ -50,7 +51,24 @@ test-scala: jar-dev tpch-data tpcds-data
 test-suites: jar-dev
 	dev/run-spark-suites --set ci
 
-test: lint test-rust test-scala test-suites
+# The differential fuzzer (dev/fuzz, docs/fuzzing.md): its generator's self-checks, every saved regression case in
+# dev/fuzz/cases/ replayed, then a fixed-seed run of random queries (~3 minutes on 2 cores), each with Ember off
+# and on; fails on any difference from Spark (a new finding is shrunk into dev/work/fuzz/).
+FUZZ_TEST_SEED ?= 1
+FUZZ_TEST_QUERIES ?= 100
+test-fuzz: jar-dev
+	$(PYTHON) dev/fuzz/selftest.py
+	dev/fuzz/run --replay --seed $(FUZZ_TEST_SEED) --queries $(FUZZ_TEST_QUERIES) --shrink-seconds 60 --avoid-open \
+		--save-dir dev/work/fuzz
+
+test: lint test-rust test-scala test-suites test-fuzz
+
+# On demand: the fuzzer for FUZZ_MINUTES (120) from FUZZ_SEED (the time by default); findings are shrunk and
+# saved into dev/fuzz/open/ (a case moves to dev/fuzz/cases/ once fixed, and make test replays it).
+FUZZ_MINUTES ?= 120
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: jar-dev
+	dev/fuzz/run --seed $(FUZZ_SEED) --minutes $(FUZZ_MINUTES)
 
 # On demand: every spilling operator at 8/16/32/64 MiB per task, twice each and on a simulated busy executor
 # (`cargo test` runs the matrix's corners).
