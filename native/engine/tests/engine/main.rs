@@ -9,6 +9,7 @@ mod arithmetic_spark;
 mod cast;
 mod deep_expressions;
 mod dynamic_filter;
+mod first_error;
 mod functions_spark;
 mod memory_matrix;
 mod plan_execution;
