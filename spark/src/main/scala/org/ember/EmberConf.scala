@@ -447,8 +447,9 @@ object EmberConf {
         "broadcast hash tables may hold at once. A table lives as long as its broadcast value, which Spark " +
         "removes only once the driver has collected the broadcast, so without a bound the tables of finished " +
         "queries would starve execution memory in a long session; past it a join's tasks build their own " +
-        "tables under their own budgets (and may spill)."
-    , _.trim.toDouble)
+        "tables under their own budgets (and may spill).",
+      _.trim.toDouble
+    )
   )
 
   val EXEC_RANGE_SHUFFLE: Entry[Boolean] = bool(

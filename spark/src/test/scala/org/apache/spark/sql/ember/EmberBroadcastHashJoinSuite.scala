@@ -97,7 +97,9 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
     }
   }
 
-  test("the executor's shared tables hold at most their share of the off-heap pool; past it, tables per task") {
+  test(
+    "the executor's shared tables hold at most their share of the off-heap pool; past it, tables per task"
+  ) {
     // Spark cannot evict a shared table's storage memory, and a table lives until the driver collects its
     // broadcast: unbounded, the tables of finished queries starved execution memory (TPC-DS at SF 0.01, from
     // its 66th statement on, on a 256 MiB pool). The share is static: set on the executor's conf here.
@@ -113,7 +115,10 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
         val df = check(probe.join(broadcast(r), residual))
         val built = joins(df).map(_.metrics("build_rows").value).sum
         val buildRows = exchanges(df).map(_.rowCount()).sum
-        assert(built > buildRows, s"no room for a shared table: $built rows built per task, $buildRows broadcast")
+        assert(
+          built > buildRows,
+          s"no room for a shared table: $built rows built per task, $buildRows broadcast"
+        )
         // Nothing taken (earlier tests' tables may have been collected meanwhile).
         assert(SharedBuildMemory.heldBytes <= held)
         // A cap of a few tables: each new broadcast is shared until the cap, then built per task.
@@ -290,8 +295,10 @@ class EmberBroadcastHashJoinSuite extends EmberQueryTest {
       val a = l.select(col("lid").as("aid"), col("lk").as("ak"), col("lv").as("av"))
       val b = left.select(col("i64").as("bid"), (col("i32") % 300).as("bk"), col("i16").cast("long").as("bv"))
       // Built on the left, as in those queries (the build side's schema alone used to key the shared table).
-      val ja = broadcast(dim).join(a, col("ak") === col("dk")).select(lit("a"), col("aid"), col("av"), col("ds"))
-      val jb = broadcast(dim).join(b, col("bk") === col("dk")).select(lit("b"), col("bid"), col("bv"), col("ds"))
+      val ja =
+        broadcast(dim).join(a, col("ak") === col("dk")).select(lit("a"), col("aid"), col("av"), col("ds"))
+      val jb =
+        broadcast(dim).join(b, col("bk") === col("dk")).select(lit("b"), col("bid"), col("bv"), col("ds"))
       val df = check(ja.union(jb))
       assert(joins(df).map(_.buildSide) == Seq(BuildLeft, BuildLeft), df.queryExecution.executedPlan)
       val reused = collectWithSubqueries(df.queryExecution.executedPlan) {

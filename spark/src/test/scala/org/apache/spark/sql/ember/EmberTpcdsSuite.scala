@@ -28,10 +28,30 @@ class EmberTpcdsSuite extends SparkOperatorsLeft {
   private val dataDir: Path = Paths.get(sys.props.getOrElse("ember.tpcds.data", "../dev/work/tpcds/sf0.01"))
 
   private val tables = Seq(
-    "call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer", "customer_address",
-    "customer_demographics", "date_dim", "household_demographics", "income_band", "inventory", "item",
-    "promotion", "reason", "ship_mode", "store", "store_returns", "store_sales", "time_dim", "warehouse",
-    "web_page", "web_returns", "web_sales", "web_site"
+    "call_center",
+    "catalog_page",
+    "catalog_returns",
+    "catalog_sales",
+    "customer",
+    "customer_address",
+    "customer_demographics",
+    "date_dim",
+    "household_demographics",
+    "income_band",
+    "inventory",
+    "item",
+    "promotion",
+    "reason",
+    "ship_mode",
+    "store",
+    "store_returns",
+    "store_sales",
+    "time_dim",
+    "warehouse",
+    "web_page",
+    "web_returns",
+    "web_sales",
+    "web_site"
   )
 
   /** The 103 statements: q1–q99, four of them in two parts. */
@@ -193,16 +213,16 @@ class EmberTpcdsSuite extends SparkOperatorsLeft {
   }
 
   private def answerAndPlan(name: String, text: String): Unit = {
-      val df = tiesAtTheLimit.get(name) match {
-        case Some(why) =>
-          info(s"rows not compared: $why")
-          withEmber(enabled = true) {
-            val df = spark.sql(text)
-            df.collect()
-            df
-          }
-        case None => checkSparkAnswerAndNative(spark.sql(text), Seq.empty)
-      }
-      checkOperatorsLeft(name, df)
+    val df = tiesAtTheLimit.get(name) match {
+      case Some(why) =>
+        info(s"rows not compared: $why")
+        withEmber(enabled = true) {
+          val df = spark.sql(text)
+          df.collect()
+          df
+        }
+      case None => checkSparkAnswerAndNative(spark.sql(text), Seq.empty)
+    }
+    checkOperatorsLeft(name, df)
   }
 }

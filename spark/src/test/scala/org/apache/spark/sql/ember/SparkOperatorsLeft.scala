@@ -72,7 +72,8 @@ trait SparkOperatorsLeft extends EmberQueryTest {
       fail(
         s"$name: the Spark operators left in Ember's plan changed.\n" +
           (if (added.nonEmpty) s"  new (not on the allowlist):\n    ${added.mkString("\n    ")}\n" else "") +
-          (if (gone.nonEmpty) s"  gone (native now? take them off the list):\n    ${gone.mkString("\n    ")}\n"
+          (if (gone.nonEmpty)
+             s"  gone (native now? take them off the list):\n    ${gone.mkString("\n    ")}\n"
            else "") +
           s"  the line to paste into ${getClass.getSimpleName}.allowlist:\n      |$line\n" +
           s"plan:\n${df.queryExecution.executedPlan}"
