@@ -10,9 +10,13 @@ import org.ember.EmberConf
  * Strings made inside a native plan that are not valid UTF-8 (Spark's strings are bytes: `CAST(binary AS
  * STRING)`, `substring`, a UDF's bytes cast to a string keep any): grouped, sorted, joined, shuffled, compared and
  * cast, they give Spark's answers byte for byte (or Spark's error class), never a task failed by Arrow's UTF-8
- * validation.
+ * validation. JVM expressions are on, as by default (where Spark's code evaluates what has no kernel, its strings
+ * come back as bytes too).
  */
 class EmberMadeStringsSuite extends EmberQueryTest {
+
+  override protected def sparkConf: org.apache.spark.SparkConf =
+    super.sparkConf.set(EmberConf.JVM_EXPRESSIONS.key, "true")
 
   /**
    * `made`: per row a hex string `h`, its bytes `b = unhex(h)` and `s = CAST(unhex(h) AS STRING)`: invalid UTF-8
@@ -32,9 +36,16 @@ class EmberMadeStringsSuite extends EmberQueryTest {
     finally spark.catalog.dropTempView("made")
   }
 
-  /** Ember's answer is Spark's, strings compared as bytes, with `native` in the plan; Spark's holds invalid bytes. */
+  /**
+   * Ember's answer is Spark's, strings compared as bytes, with `native` in the plan and no operator left to Spark
+   * (the strings are made natively); Spark's holds invalid bytes.
+   */
   private def checkBytes(query: => DataFrame, native: Class[_ <: EmberExec], invalid: String = "ff"): Unit = {
-    checkSparkAnswerAndNative(query, Seq(native))
+    val df = checkSparkAnswerAndNative(query, Seq(native))
+    // (An AQE shuffle read has no native form: the native operator above it reads its blocks.)
+    val fallbacks =
+      EmberExplainInfo.fallbackLines(df.queryExecution.executedPlan).filterNot(_.startsWith("AQE"))
+    assert(fallbacks.isEmpty, s"${df.queryExecution.executedPlan}")
     val sparkRows = withEmber(enabled = false)(exactBytes(query))
     assert(sparkRows.exists(_.contains(invalid)), s"Spark's rows hold no $invalid: $sparkRows")
     val emberRows = withEmber(enabled = true)(exactBytes(query))
@@ -150,6 +161,40 @@ class EmberMadeStringsSuite extends EmberQueryTest {
           cls[EmberAggregateExec],
           invalid = "efbfbd"
         )
+      }
+    }
+  }
+
+  test("made strings with strings as bytes switched off: the cast stays in Spark, tasks fail saying why") {
+    withMade {
+      withSQLConf(EmberConf.STRINGS_AS_BYTES.key -> "false") {
+        def grouped = sql("SELECT s, count(*) AS n FROM made GROUP BY s")
+        def failureOf(jvm: Boolean): Seq[String] =
+          withSQLConf(EmberConf.JVM_EXPRESSIONS.key -> jvm.toString) {
+            val failure =
+              withEmber(enabled = true)(intercept[org.apache.spark.SparkException](grouped.collect()))
+            Iterator
+              .iterate(failure: Throwable)(_.getCause)
+              .takeWhile(_ != null)
+              .flatMap(e => Option(e.getMessage))
+              .toSeq
+          }
+        // Without JVM expressions the cast stays in Spark (the engine takes it only with strings as bytes), and
+        // the invalid bytes fail where they enter the native aggregate, as any string column's.
+        withSQLConf(
+          EmberConf.JVM_EXPRESSIONS.key -> "false",
+          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"
+        ) {
+          val plan = withEmber(enabled = true)(grouped.queryExecution.executedPlan)
+          assert(EmberExplainInfo.fallbackLines(plan).exists(_.contains("CAST(binary AS STRING)")), plan)
+        }
+        assert(
+          failureOf(jvm = false).exists(_.contains("string column `s` holds bytes that are not valid UTF-8"))
+        )
+        // With them, Spark's cast runs inside a plan that takes strings as UTF-8: the task fails where the string
+        // is made, saying so, not with Arrow's validation error.
+        assert(failureOf(jvm = true).exists(_.contains("made a string that is not valid UTF-8")))
+        assertNoNativeMemoryHeld()
       }
     }
   }
