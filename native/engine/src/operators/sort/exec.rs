@@ -115,6 +115,7 @@ impl ExecutionPlan for RadixSortExec {
             baseline: BaselineMetrics::new(&self.metrics, partition),
             packed_rows: MetricBuilder::new(&self.metrics).counter(metric_names::PACKED_SORT_ROWS, partition),
             fallbacks: MetricBuilder::new(&self.metrics).counter(metric_names::SORT_FALLBACKS, partition),
+            fell_back: Default::default(),
             passes: MetricBuilder::new(&self.metrics).counter(metric_names::SORT_MERGE_PASSES, partition),
             converter: row_converter(&self.ordering, &self.input.schema())?,
             batch_size: context.session_config().batch_size().max(1),
@@ -143,6 +144,8 @@ struct Sorter {
     baseline: BaselineMetrics,
     packed_rows: Count,
     fallbacks: Count,
+    /// Whether this sort was counted in `fallbacks` (once per sort).
+    fell_back: std::cell::Cell<bool>,
     passes: Count,
     /// The keys in row format (for keys that are not packed, and runs' merges).
     converter: RowConverter,
@@ -221,7 +224,10 @@ impl Sorter {
                     return Err(self.refused(cost + slack));
                 }
                 let full = std::mem::take(&mut buffer);
+                let time = self.baseline.elapsed_compute().clone();
+                let timer = time.timer();
                 self.spill(full, &mut runs)?;
+                timer.done();
                 // From nothing reserved: the pool serves one batch of a consumer that holds nothing when it can.
                 self.reservation.try_grow(cost + batch_bytes).map_err(|_| self.refused(cost + batch_bytes))?;
                 buffer.slack = batch_bytes;
@@ -239,9 +245,12 @@ impl Sorter {
             return self.in_memory(buffer);
         }
         if !buffer.batches.is_empty() {
+            let time = self.baseline.elapsed_compute().clone();
+            let timer = time.timer();
             self.spill(buffer, &mut runs)?;
+            timer.done();
         }
-        self.fallbacks.add(1);
+        self.fall_back();
         let merge = Merge {
             ordering: self.ordering.clone(),
             schema: self.schema.clone(),
@@ -252,6 +261,13 @@ impl Sorter {
         };
         drop(self.reservation);
         merge.run(runs, self.merge_reservation).await
+    }
+
+    /// Counts this sort once in `fallbacks`: spilled and merged, or ordered by row-format keys.
+    fn fall_back(&self) {
+        if !self.fell_back.replace(true) {
+            self.fallbacks.add(1);
+        }
     }
 
     fn refused(&self, bytes: usize) -> DataFusionError {
@@ -295,7 +311,7 @@ impl Sorter {
             }
             None => {
                 // Keys wider than 128 bits: row-format keys, beyond the packed values' share if need be.
-                self.fallbacks.add(1);
+                self.fall_back();
                 let converter = &self.converter;
                 let mut all = Vec::with_capacity(buffer.batches.len());
                 for batch in &buffer.batches {
@@ -376,7 +392,6 @@ impl Sorter {
                 let mut this = self;
                 let mut runs = vec![];
                 this.spill(buffer, &mut runs)?;
-                this.fallbacks.add(1);
                 let merge = Merge {
                     ordering: this.ordering.clone(),
                     schema: this.schema.clone(),
