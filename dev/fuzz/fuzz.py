@@ -206,6 +206,15 @@ class Case:
     def reads(self, table):
         return re.search(rf"\b{re.escape(table['name'])}\b", self.sql) is not None
 
+    def to_json(self):
+        return {"sql": self.sql, "conf": self.conf, "tables": self.tables,
+                "query": self.query.to_json() if self.query else None}
+
+    @staticmethod
+    def from_json(d):
+        q = grammar.Query.from_json(d["query"]) if d.get("query") else None
+        return Case(d["tables"], q, d["conf"], d["sql"])
+
 
 def top_level(sql):
     """sql without its string literals and parenthesized parts (a window's or a derived table's ORDER BY)."""
@@ -215,15 +224,6 @@ def top_level(sql):
         if nxt == out:
             return out
         out = nxt
-
-    def to_json(self):
-        return {"sql": self.sql, "conf": self.conf, "tables": self.tables,
-                "query": self.query.to_json() if self.query else None}
-
-    @staticmethod
-    def from_json(d):
-        q = grammar.Query.from_json(d["query"]) if d.get("query") else None
-        return Case(d["tables"], q, d["conf"], d["sql"])
 
 
 class Fuzzer:

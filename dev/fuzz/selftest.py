@@ -1,16 +1,19 @@
 """Checks of the fuzzer's own generator and shrinker, without Spark (make test-fuzz runs them first).
 
-The properties the comparison relies on: every query renders and survives its JSON round trip (a saved case
-replays the same SQL), LIMIT only under an ORDER BY of every output column, windows ordered by the unique id
-where their answer could depend on ties, every shrink candidate renders, string values end on a whole
-character as Spark walks them, and table rows match their columns.
+The properties the comparison relies on: every query renders and survives its JSON round trip, also through a
+case file (a saved case replays the same SQL, compared the same way), LIMIT only under an ORDER BY of every
+output column, windows ordered by the unique id where their answer could depend on ties, every shrink candidate
+renders, string values end on a whole character as Spark walks them, and table rows match their columns.
 """
 import json
+import os
 import random
 import re
 import sys
+import tempfile
 
 import datagen
+import fuzz
 import grammar
 
 checks = {"passed": 0, "failed": 0}
@@ -53,6 +56,16 @@ def main():
                     check(re.search(r"ORDER BY .*\ba\.id\b", text) is not None, f"window ordered by id: {text}")
             if avoid:
                 check(not re.search(r"CAST\(\w+\.c\d+_bin AS STRING\)", sql), f"--avoid-open: {sql}")
+            if n % 25 == 0:  # a saved case replays the same SQL, compared the same way
+                path = os.path.join(tempfile.gettempdir(), f"ember-fuzz-selftest-{os.getpid()}.json")
+                fuzz.write_case(path, fuzz.Case(tables, q, {"spark.sql.ansi.enabled": "true"}).to_json())
+                with open(path) as f:
+                    case = fuzz.Case.from_json(json.load(f))
+                check(case.sql == sql and case.ordered() == q.ordered() and case.tables == tables,
+                      f"case file round trip: {sql}")
+                bare = fuzz.Case(tables, None, {}, sql)
+                check(bare.ordered() == q.ordered() and bare.limited() == (q.limit is not None),
+                      f"ORDER BY / LIMIT read from the SQL alone: {sql}")
             for v in grammar.query_variants(q):
                 check(isinstance(v.sql(), str) and v.sql() != sql, f"shrink candidate differs: {sql}")
     print(f"fuzz selftest: {checks['passed']} passed, {checks['failed']} failed")
