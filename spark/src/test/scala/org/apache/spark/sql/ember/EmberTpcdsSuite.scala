@@ -1,7 +1,7 @@
 package org.apache.spark.sql.ember
 
 import java.nio.charset.StandardCharsets
-import java.nio.file.{Files, Path, Paths}
+import java.nio.file.{Path, Paths}
 
 import org.apache.spark.SparkConf
 
@@ -181,16 +181,13 @@ class EmberTpcdsSuite extends SparkOperatorsLeft {
 
   override def beforeAll(): Unit = {
     super.beforeAll()
-    val missing = tables.filterNot(t => Files.exists(dataDir.resolve(s"$t.parquet")))
-    assert(
-      missing.isEmpty,
-      s"no TPC-DS data for ${missing.mkString(", ")} in ${dataDir.toAbsolutePath}: run `make tpcds-data`"
+    // The specification's (and tpcgen-cli's) c_last_review_date_sk is c_last_review_date in Spark's queries.
+    registerTables(
+      dataDir,
+      tables,
+      "tpcds-data",
+      _.withColumnRenamed("c_last_review_date_sk", "c_last_review_date")
     )
-    tables.foreach { t =>
-      val df = spark.read.parquet(dataDir.resolve(s"$t.parquet").toString)
-      // The specification's (and tpcgen-cli's) c_last_review_date_sk is c_last_review_date in Spark's queries.
-      df.withColumnRenamed("c_last_review_date_sk", "c_last_review_date").createOrReplaceTempView(t)
-    }
   }
 
   private def sql(name: String): String = {

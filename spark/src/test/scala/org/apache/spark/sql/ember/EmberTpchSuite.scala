@@ -64,14 +64,7 @@ class EmberTpchSuite extends SparkOperatorsLeft {
 
   override def beforeAll(): Unit = {
     super.beforeAll()
-    val missing = tables.filterNot(t => Files.exists(dataDir.resolve(s"$t.parquet")))
-    assert(
-      missing.isEmpty,
-      s"no TPC-H data for ${missing.mkString(", ")} in ${dataDir.toAbsolutePath}: run `make tpch-data`"
-    )
-    tables.foreach { t =>
-      spark.read.parquet(dataDir.resolve(s"$t.parquet").toString).createOrReplaceTempView(t)
-    }
+    registerTables(dataDir, tables, "tpch-data")
   }
 
   private def sql(n: Int): String =

@@ -45,6 +45,26 @@ trait SparkOperatorsLeft extends EmberQueryTest {
     }
     .toMap
 
+  /**
+   * Registers `<dir>/<table>.parquet` as a view per table (through `adapt`), failing with the make target that
+   * writes the data when a file is missing.
+   */
+  protected def registerTables(
+      dir: java.nio.file.Path,
+      tables: Seq[String],
+      target: String,
+      adapt: DataFrame => DataFrame = identity
+  ): Unit = {
+    val missing = tables.filterNot(t => java.nio.file.Files.exists(dir.resolve(s"$t.parquet")))
+    assert(
+      missing.isEmpty,
+      s"no data for ${missing.mkString(", ")} in ${dir.toAbsolutePath}: run `make $target`"
+    )
+    tables.foreach { t =>
+      adapt(spark.read.parquet(dir.resolve(s"$t.parquet").toString)).createOrReplaceTempView(t)
+    }
+  }
+
   private val actualLines = mutable.LinkedHashMap.empty[String, String]
   private var changed = false
 
