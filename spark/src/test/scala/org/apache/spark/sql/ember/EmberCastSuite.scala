@@ -74,9 +74,14 @@ class EmberCastSuite extends EmberQueryTest {
 
   test("casts the engine does not support fall back with their reason") {
     withSQLConf("spark.sql.session.timeZone" -> "UTC", "spark.sql.ansi.enabled" -> "false") {
+      // A string's bytes and back: native, the plan carrying strings as bytes (docs/compatibility.md).
+      checkSparkAnswerAndNative(
+        data.selectExpr("CAST(CAST(s AS BINARY) AS STRING) AS r"),
+        Seq(cls[EmberProjectExec])
+      )
       for (
         (e, reason) <- Seq(
-          "CAST(CAST(s AS BINARY) AS STRING)" -> "binary",
+          "CAST(dt AS BOOLEAN)" -> "date32 to boolean",
           // Java's Double.toString changed in JDK 19; on an older JVM the native text would differ.
           "CAST(f64 AS DECIMAL(10,2))" -> (if (Runtime.version().feature() < 19) "jdk" else "")
         )
