@@ -34,7 +34,10 @@ class EmberFirstErrorSuite extends EmberQueryTest {
     import session.implicits._
     rows.toDF("id", "big", "s", "x", "g").coalesce(1).write.parquet(dir.getCanonicalPath)
     spark.read.parquet(dir.getCanonicalPath).createOrReplaceTempView("fe")
-    Seq((0L, 0), (1L, 0), (2L, 0), (3L, 0), (4L, 0)).toDF("k", "y").coalesce(1).write
+    Seq((0L, 0), (1L, 0), (2L, 0), (3L, 0), (4L, 0))
+      .toDF("k", "y")
+      .coalesce(1)
+      .write
       .parquet(s"${dir.getCanonicalPath}_b")
     spark.read.parquet(s"${dir.getCanonicalPath}_b").createOrReplaceTempView("fe_b")
     // AQE plans the stages as they run: without it the native nodes are in the plan before it runs.
@@ -46,7 +49,10 @@ class EmberFirstErrorSuite extends EmberQueryTest {
 
   test("projection: a later column's failure in an earlier row comes first") {
     // Row 1's DECIMAL overflow (second cast) before row 2's invalid INT (first cast).
-    check("SELECT id, CAST(s AS INT) AS a, CAST(big AS DECIMAL(20,2)) AS b FROM fe", Seq(cls[EmberProjectExec]))
+    check(
+      "SELECT id, CAST(s AS INT) AS a, CAST(big AS DECIMAL(20,2)) AS b FROM fe",
+      Seq(cls[EmberProjectExec])
+    )
   }
 
   test("projection: an earlier row's overflow, not a later row's out-of-range string") {
