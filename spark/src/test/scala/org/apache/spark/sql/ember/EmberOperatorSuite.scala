@@ -154,7 +154,7 @@ class EmberOperatorSuite extends EmberQueryTest {
   }
 
   test(
-    "sort: integer-like and float keys go to the packed-key radix sort, strings and the switch to DataFusion's"
+    "sort: integer-like and float keys go to the packed-key radix sort, strings and the switch to row-format keys"
   ) {
     def metric(df: DataFrame, name: String): Long =
       nativeNodes(df).collect { case s: EmberSortExec => s.metrics(name).value }.sum
@@ -176,7 +176,7 @@ class EmberOperatorSuite extends EmberQueryTest {
       ordered = true
     )
     assert(metric(df, "packed_sort_rows") == 3000)
-    // A string key, or the switch off: DataFusion's sort, the same rows in the same order.
+    // A string key, or the switch off: keys compared in row format, the same rows in the same order.
     val strings =
       checkSparkAnswerAndNative(data.sort(col("s"), col("id")), Seq(cls[EmberSortExec]), ordered = true)
     assert(metric(strings, "packed_sort_rows") == 0)
