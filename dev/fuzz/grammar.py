@@ -184,8 +184,10 @@ COMPARABLE = ["int", "frac", "dec", "str", "bin", "date", "ts", "ntz", "bool"]
 # Constructs that meet an open bug (a case in dev/fuzz/open/), left out of the queries with --avoid-open, as
 # make test-fuzz runs, so that its fixed-seed run stays clean until the bug is fixed. Remove an entry once fixed.
 OPEN_BUGS = {
-    "cast_binary_to_string": "CAST(binary AS STRING) of bytes that are not UTF-8 fails the task natively "
-                             "(open/ember_error-ae37ca991a.json and the cases made of it)",
+    # Fixed (strings made inside a plan are carried as bytes; its three cases are in cases/ now), but kept out of
+    # the fixed-seed grammar of make test until a seed-1 run that generates it has been seen clean.
+    "cast_binary_to_string": "CAST(binary AS STRING) of bytes that are not UTF-8 "
+                             "(fixed; cases/ember_error-ae37ca991a.json)",
 }
 AVOID = set()
 
