@@ -13,8 +13,8 @@ import org.apache.spark.SparkConf
  * A statement Spark answers must never fail with Ember on: a task failure fails its test.
  *
  * Rows are compared as multisets: many statements end in `ORDER BY … LIMIT 100` over keys with ties, where
- * Spark's own order among equal keys depends on the plan (statements whose limit cuts through ties are listed in
- * [[tiesAtTheLimit]] and compared on their plan only).
+ * Spark's own order among equal keys depends on the plan (at SF 0.01 no statement's limit cuts through ties, so
+ * every statement's rows are compared).
  *
  * The data: `dev/work/tpcds/sf0.01/<table>.parquet`, written by tpcgen-cli 4.0.0 from PyPI (`make tpcds-data`,
  * which `make test-scala` runs first; about two seconds).
@@ -59,9 +59,6 @@ class EmberTpcdsSuite extends SparkOperatorsLeft {
     case n @ (14 | 23 | 24 | 39) => Seq(s"q${n}a", s"q${n}b")
     case n => Seq(s"q$n")
   }
-
-  /** Statements whose LIMIT cuts through rows equal under their ORDER BY: which of them Spark returns varies. */
-  private val tiesAtTheLimit: Map[String, String] = Map.empty
 
   /**
    * Statements Spark itself fails at this scale (ANSI on, Spark 4's default): Ember must raise the same error
@@ -209,17 +206,6 @@ class EmberTpcdsSuite extends SparkOperatorsLeft {
     }
   }
 
-  private def answerAndPlan(name: String, text: String): Unit = {
-    val df = tiesAtTheLimit.get(name) match {
-      case Some(why) =>
-        info(s"rows not compared: $why")
-        withEmber(enabled = true) {
-          val df = spark.sql(text)
-          df.collect()
-          df
-        }
-      case None => checkSparkAnswerAndNative(spark.sql(text), Seq.empty)
-    }
-    checkOperatorsLeft(name, df)
-  }
+  private def answerAndPlan(name: String, text: String): Unit =
+    checkOperatorsLeft(name, checkSparkAnswerAndNative(spark.sql(text), Seq.empty))
 }
